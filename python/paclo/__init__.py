@@ -1,0 +1,53 @@
+"""paclo: packet capture, decode and flow analysis for Python, on a Rust core.
+
+Read a capture::
+
+    import paclo
+    for pkt in paclo.read("trace.pcap", filter="udp port 53"):
+        print(pkt.ts_ns, pkt.caplen)
+
+Flows as an Arrow table::
+
+    table = paclo.flows("trace.pcap", bidirectional=True)
+    df = table.to_pandas()
+"""
+
+from __future__ import annotations
+
+from . import decode_ext
+from ._capture import Capture, FanOut, capture, devices, fan_out, libpcap_version
+from ._decode import decode
+from ._flows import flow_topn, flows, ip_to_str, project, read_batches
+from ._io import PcapWriter, Reduced, read, reduce, write_pcap
+from ._paclo import Packet, Reader, __version__
+from .bpf import bpf
+from .exceptions import CaptureError, PacloError, PcapFormatError, TruncatedCaptureWarning
+
+__all__ = [
+    "Capture",
+    "CaptureError",
+    "FanOut",
+    "Packet",
+    "PacloError",
+    "PcapFormatError",
+    "PcapWriter",
+    "Reader",
+    "Reduced",
+    "TruncatedCaptureWarning",
+    "__version__",
+    "bpf",
+    "capture",
+    "decode",
+    "decode_ext",
+    "devices",
+    "fan_out",
+    "flow_topn",
+    "flows",
+    "ip_to_str",
+    "libpcap_version",
+    "project",
+    "read",
+    "read_batches",
+    "reduce",
+    "write_pcap",
+]

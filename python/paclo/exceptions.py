@@ -1,0 +1,37 @@
+"""paclo's exceptions and warnings."""
+
+from __future__ import annotations
+
+__all__ = ["PacloError", "PcapFormatError", "CaptureError", "TruncatedCaptureWarning"]
+
+
+class PacloError(Exception):
+    """Base class of every paclo error."""
+
+
+class PcapFormatError(PacloError, ValueError):
+    """A file that is not a valid pcap/pcapng capture.
+
+    Attributes name where the problem is: ``path``, ``index`` (the record being read,
+    0-based) and ``offset`` (the byte offset in the file).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        path: str | None = None,
+        index: int | None = None,
+        offset: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.path = path
+        self.index = index
+        self.offset = offset
+
+
+class CaptureError(PacloError, RuntimeError):
+    """A live capture failed: unknown device, activation or read error."""
+
+
+class TruncatedCaptureWarning(UserWarning):
+    """The capture file ends inside a record; every complete packet was delivered."""

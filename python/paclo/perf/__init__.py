@@ -1,0 +1,1 @@
+"""The performance runner: `python -m paclo.perf`."""

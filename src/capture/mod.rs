@@ -1,0 +1,1 @@
+//! Live capture through libpcap: devices, the managed capture thread, queue policies, statistics.

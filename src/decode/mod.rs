@@ -1,0 +1,1 @@
+//! One decoder for the full packet map and the numeric flow projection.

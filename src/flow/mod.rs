@@ -1,0 +1,1 @@
+//! The numeric flow projection (columns) and the aggregated flow table.

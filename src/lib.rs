@@ -1,0 +1,33 @@
+//! paclo: packet capture, decode and flow analysis, with Python bindings.
+//!
+//! Data flows one way: a source (a pcap/pcapng file over an mmap, or a libpcap live
+//! device) yields borrowed [`RawPacket`]s; consumers turn them into Python objects, full
+//! packet maps, numeric flow columns, aggregated flow tables or pcap files.
+//!
+//! - [`pcap`]: file formats, the mmap reader, the writer, BPF on buffers.
+//! - [`capture`]: libpcap live capture, managed capture, queue policies, statistics.
+//! - [`decode`]: one decoder for the full packet map and the flow projection.
+//! - [`flow`]: projection columns and the aggregated flow table.
+//! - [`perf`]: deterministic datasets and measurement helpers.
+//! - [`alloc`]: the counting global allocator behind the zero-allocation tests.
+//! - `python` (feature `python`): the only module that imports pyo3.
+//!
+//! Core modules never import pyo3, so `cargo test` runs without Python.
+
+pub mod alloc;
+pub mod capture;
+pub mod decode;
+pub mod error;
+pub mod flow;
+pub mod pcap;
+pub mod perf;
+pub mod source;
+
+#[cfg(feature = "python")]
+mod python;
+
+pub use error::{Error, Result};
+pub use source::{PacketSource, RawPacket};
+
+#[global_allocator]
+static GLOBAL: alloc::CountingAllocator = alloc::CountingAllocator;

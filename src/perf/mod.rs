@@ -1,0 +1,1 @@
+//! Deterministic perf datasets and measurement helpers.

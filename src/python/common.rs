@@ -1,0 +1,44 @@
+//! What every packet source shares: the decode mode and the conversion of one packet.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use crate::source::RawPacket;
+
+/// What a source yields for each packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DecodeMode {
+    /// `Packet` objects.
+    Raw,
+    /// The full packet map (a dict).
+    Full,
+    /// The flat flow dict.
+    Flow,
+}
+
+impl DecodeMode {
+    /// Parse the `decode=` option.
+    pub fn parse(value: Option<&str>) -> PyResult<Self> {
+        match value {
+            None => Ok(DecodeMode::Raw),
+            Some("full") => Ok(DecodeMode::Full),
+            Some("flow") => Ok(DecodeMode::Flow),
+            Some(other) => Err(PyValueError::new_err(format!(
+                "decode must be None, 'full' or 'flow', not {other:?}"
+            ))),
+        }
+    }
+}
+
+/// The Python object for one packet in `mode`, and whether it carries a `decode_error`.
+pub fn to_python<'py>(
+    py: Python<'py>,
+    mode: DecodeMode,
+    pkt: &RawPacket<'_>,
+) -> PyResult<(Bound<'py, PyAny>, bool)> {
+    match mode {
+        DecodeMode::Raw => Ok((Bound::new(py, super::reader::Packet::from_raw(py, pkt))?.into_any(), false)),
+        DecodeMode::Full => super::decode::full_map(py, pkt).map(|(d, e)| (d.into_any(), e)),
+        DecodeMode::Flow => super::flow::flow_dict(py, pkt).map(|(d, e)| (d.into_any(), e)),
+    }
+}
