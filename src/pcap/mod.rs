@@ -5,11 +5,13 @@
 //! [`Issue`], so no input can make the reader panic. [`FileReader`] maps a file and adds
 //! the path to each issue, turning it into a crate [`Error`](crate::Error).
 
+pub mod bpf;
 mod bytes;
 pub mod classic;
 pub mod pcapng;
 mod reader;
 
+pub use bpf::{BpfFilter, FileFilter};
 pub use bytes::Endian;
 pub use reader::{FileReader, RecordCursor};
 
