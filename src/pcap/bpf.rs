@@ -30,7 +30,8 @@ struct PcapT {
     _private: [u8; 0],
 }
 
-// The `pcap` crate links libpcap; these are its documented C entry points.
+// libpcap's documented C entry points.
+#[link(name = "pcap")]
 extern "C" {
     fn pcap_open_dead(linktype: c_int, snaplen: c_int) -> *mut PcapT;
     fn pcap_close(p: *mut PcapT);

@@ -10,10 +10,12 @@ mod bytes;
 pub mod classic;
 pub mod pcapng;
 mod reader;
+pub mod writer;
 
 pub use bpf::{BpfFilter, FileFilter};
 pub use bytes::Endian;
 pub use reader::{FileReader, RecordCursor};
+pub use writer::PcapWriter;
 
 use std::path::Path;
 
