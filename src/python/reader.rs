@@ -616,7 +616,8 @@ fn with_buffer<R>(obj: &Bound<'_, PyAny>, what: &str, f: impl FnOnce(&[u8]) -> R
 fn dict_int(d: &Bound<'_, PyDict>, key: &str) -> PyResult<Option<i64>> {
     match d.get_item(key)? {
         Some(v) if !v.is_none() => Ok(Some(v.extract::<i64>().map_err(|_| {
-            PyTypeError::new_err(format!("packet dict key {key:?} must be an integer, not {}", v.get_type()))
+            let ty = v.get_type().name().map(|n| n.to_string()).unwrap_or_default();
+            PyTypeError::new_err(format!("packet dict key '{key}' must be an integer, not {ty}"))
         })?)),
         _ => Ok(None),
     }
