@@ -8,7 +8,6 @@ from typing import Any, Callable, Iterable, Literal, final
 from typing_extensions import disjoint_base
 
 @final
-@disjoint_base
 class Packet:
     @property
     def ts_ns(self) -> int: ...
@@ -33,7 +32,6 @@ class Packet:
     def __hash__(self) -> int: ...
 
 @final
-@disjoint_base
 class Reader:
     def __iter__(self) -> Reader: ...
     def __next__(self) -> Any: ...
