@@ -273,3 +273,42 @@ def test_no_warning_on_a_complete_file(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert len(list(paclo.read(p))) == 3
+
+
+@pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
+def test_progress_bar_on_a_tty(tmp_path):
+    import subprocess
+    import sys
+
+    p = write(tmp_path, "c.pcap", classic(RECS * 10_000))
+    code = (
+        "import sys, time, paclo\n"
+        "n = 0\n"
+        "for pkt in paclo.read(sys.argv[1], progress=True):\n"
+        "    n += 1\n"
+        "    if n % 8192 == 0:\n"
+        "        time.sleep(0.25)\n"
+        "print(n)\n"
+    )
+    master, slave = os.openpty()
+    try:
+        proc = subprocess.run([sys.executable, "-c", code, str(p)], stderr=slave, stdout=subprocess.PIPE, text=True, timeout=60)
+        os.close(slave)
+        slave = -1
+        err = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            err += chunk
+    finally:
+        if slave >= 0:
+            os.close(slave)
+        os.close(master)
+    assert proc.stdout.strip() == "30000"
+    text = err.decode()
+    assert "\r[" in text and "MB" in text, text
+    assert "100.0%" in text, text

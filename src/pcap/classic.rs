@@ -64,10 +64,15 @@ impl FileHeader {
             return Err(Issue::format(
                 0,
                 0,
-                format!("truncated pcap file header: need {FILE_HEADER_LEN} bytes, have {}", buf.len()),
+                format!(
+                    "truncated pcap file header: need {FILE_HEADER_LEN} bytes, have {}",
+                    buf.len()
+                ),
             ));
         }
-        let magic: [u8; 4] = buf[HDR_MAGIC..HDR_MAGIC + 4].try_into().map_err(|_| bad_magic())?;
+        let magic: [u8; 4] = buf[HDR_MAGIC..HDR_MAGIC + 4]
+            .try_into()
+            .map_err(|_| bad_magic())?;
         let (endian, nanosecond) = detect_magic(magic).ok_or_else(bad_magic)?;
         let short = || Issue::format(0, 0, "truncated pcap file header");
         let snaplen = endian.u32(buf, HDR_SNAPLEN).ok_or_else(short)?;
@@ -173,7 +178,10 @@ impl ClassicCursor {
         let message = if caplen > MAX_CAPLEN {
             format!("record caplen {caplen} exceeds the maximum of {MAX_CAPLEN} bytes")
         } else {
-            format!("record caplen {caplen} exceeds the file's snaplen {}", self.header.snaplen)
+            format!(
+                "record caplen {caplen} exceeds the file's snaplen {}",
+                self.header.snaplen
+            )
         };
         Issue::format(self.index, self.offset, message)
     }
@@ -209,7 +217,9 @@ mod tests {
         let mut out = Vec::new();
         loop {
             match c.next(buf) {
-                Ok(Some(p)) => out.push((p.ts_ns, p.caplen, p.wirelen, p.linktype, p.data.to_vec())),
+                Ok(Some(p)) => {
+                    out.push((p.ts_ns, p.caplen, p.wirelen, p.linktype, p.data.to_vec()))
+                }
                 Ok(None) => return (out, None),
                 Err(e) => return (out, Some(e)),
             }
@@ -219,7 +229,10 @@ mod tests {
     #[test]
     fn big_endian_nanoseconds() {
         let h = FileHeader::parse(&BE_NANOS).unwrap();
-        assert_eq!((h.endian, h.nanosecond, h.snaplen, h.linktype), (Endian::Big, true, 128, 101));
+        assert_eq!(
+            (h.endian, h.nanosecond, h.snaplen, h.linktype),
+            (Endian::Big, true, 128, 101)
+        );
         let (pkts, err) = all(&BE_NANOS);
         assert_eq!(err, None);
         assert_eq!(
@@ -236,7 +249,10 @@ mod tests {
         let (pkts, err) = all(&LE_MICROS);
         assert_eq!(err, None);
         // usec 1_000_000 is out of range but kept as written, as libpcap does.
-        assert_eq!(pkts, vec![(1_700_000_001_000_000_000, 3, 9, 1, vec![7, 8, 9])]);
+        assert_eq!(
+            pkts,
+            vec![(1_700_000_001_000_000_000, 3, 9, 1, vec![7, 8, 9])]
+        );
     }
 
     #[test]
@@ -258,20 +274,29 @@ mod tests {
         let (_, err) = all(&buf);
         let err = err.unwrap();
         assert_eq!((err.index, err.offset), (0, 24));
-        assert!(matches!(&err.kind, IssueKind::Format(m) if m.contains("snaplen 128")), "{err:?}");
+        assert!(
+            matches!(&err.kind, IssueKind::Format(m) if m.contains("snaplen 128")),
+            "{err:?}"
+        );
 
         let mut buf = LE_MICROS.to_vec();
         buf[16..20].copy_from_slice(&0u32.to_le_bytes()); // snaplen 0 reads as MAX_CAPLEN
         buf[24 + 8..24 + 12].copy_from_slice(&(MAX_CAPLEN + 1).to_le_bytes());
         let (_, err) = all(&buf);
-        assert!(matches!(&err.unwrap().kind, IssueKind::Format(m) if m.contains("maximum of 262144")));
+        assert!(
+            matches!(&err.unwrap().kind, IssueKind::Format(m) if m.contains("maximum of 262144"))
+        );
     }
 
     #[test]
     fn bad_header() {
-        assert!(matches!(FileHeader::parse(&LE_MICROS[..23]), Err(Issue { kind: IssueKind::Format(m), .. }) if m.contains("need 24 bytes, have 23")));
+        assert!(
+            matches!(FileHeader::parse(&LE_MICROS[..23]), Err(Issue { kind: IssueKind::Format(m), .. }) if m.contains("need 24 bytes, have 23"))
+        );
         let mut buf = LE_MICROS.to_vec();
         buf[0] = 0;
-        assert!(matches!(FileHeader::parse(&buf), Err(Issue { kind: IssueKind::Format(m), .. }) if m.contains("magic")));
+        assert!(
+            matches!(FileHeader::parse(&buf), Err(Issue { kind: IssueKind::Format(m), .. }) if m.contains("magic"))
+        );
     }
 }

@@ -41,7 +41,10 @@ pub fn to_python<'py>(
     pkt: &RawPacket<'_>,
 ) -> PyResult<(Bound<'py, PyAny>, bool)> {
     match mode {
-        DecodeMode::Raw => Ok((Bound::new(py, super::reader::Packet::from_raw(py, pkt))?.into_any(), false)),
+        DecodeMode::Raw => Ok((
+            Bound::new(py, super::reader::Packet::from_raw(py, pkt))?.into_any(),
+            false,
+        )),
         DecodeMode::Full => super::decode::full_map(py, pkt).map(|(d, e)| (d.into_any(), e)),
         DecodeMode::Flow => super::flow::flow_dict(py, pkt).map(|(d, e)| (d.into_any(), e)),
     }
@@ -58,7 +61,10 @@ pub fn to_python_mapped<'py>(
     offset: usize,
 ) -> PyResult<(Bound<'py, PyAny>, bool)> {
     match mode {
-        DecodeMode::Raw => Ok((Bound::new(py, super::reader::Packet::from_mapped(map, offset, pkt))?.into_any(), false)),
+        DecodeMode::Raw => Ok((
+            Bound::new(py, super::reader::Packet::from_mapped(map, offset, pkt))?.into_any(),
+            false,
+        )),
         _ => to_python(py, mode, pkt),
     }
 }

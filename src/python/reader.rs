@@ -39,7 +39,14 @@ impl Packet {
     pub fn from_raw(py: Python<'_>, pkt: &RawPacket<'_>) -> Packet {
         let data = OnceLock::new();
         let _ = data.set(PyBytes::new(py, pkt.data).unbind());
-        Packet { ts_ns: pkt.ts_ns, caplen: pkt.caplen, wirelen: pkt.wirelen, linktype: pkt.linktype, map: None, data }
+        Packet {
+            ts_ns: pkt.ts_ns,
+            caplen: pkt.caplen,
+            wirelen: pkt.wirelen,
+            linktype: pkt.linktype,
+            map: None,
+            data,
+        }
     }
 
     /// A packet whose bytes are `pkt.data`, at `offset` in `map`, copied on first access.
@@ -60,13 +67,17 @@ impl Packet {
             return f(b.bind(py).as_bytes());
         }
         match &self.map {
-            Some((map, off)) => f(map.get(*off..*off + self.caplen as usize).unwrap_or_default()),
+            Some((map, off)) => f(map
+                .get(*off..*off + self.caplen as usize)
+                .unwrap_or_default()),
             None => f(&[]),
         }
     }
 
     fn bytes_obj(&self, py: Python<'_>) -> Py<PyBytes> {
-        self.data.get_or_init(|| self.with_bytes(py, |b| PyBytes::new(py, b).unbind())).clone_ref(py)
+        self.data
+            .get_or_init(|| self.with_bytes(py, |b| PyBytes::new(py, b).unbind()))
+            .clone_ref(py)
     }
 }
 
@@ -106,9 +117,16 @@ impl Packet {
 
     /// The full packet map of this packet (as `decode="full"` yields).
     fn decode<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let (ts_ns, caplen, wirelen, linktype) = (self.ts_ns, self.caplen, self.wirelen, self.linktype);
+        let (ts_ns, caplen, wirelen, linktype) =
+            (self.ts_ns, self.caplen, self.wirelen, self.linktype);
         self.with_bytes(py, |data| {
-            let raw = RawPacket { ts_ns, caplen, wirelen, linktype, data };
+            let raw = RawPacket {
+                ts_ns,
+                caplen,
+                wirelen,
+                linktype,
+                data,
+            };
             super::decode::full_map(py, &raw).map(|(d, _)| d)
         })
     }
@@ -125,7 +143,8 @@ impl Packet {
             return Ok(py.NotImplemented());
         };
         let o = other.get();
-        let same = (self.ts_ns, self.caplen, self.wirelen, self.linktype) == (o.ts_ns, o.caplen, o.wirelen, o.linktype)
+        let same = (self.ts_ns, self.caplen, self.wirelen, self.linktype)
+            == (o.ts_ns, o.caplen, o.wirelen, o.linktype)
             && self.with_bytes(py, |a| o.with_bytes(py, |b| a == b));
         Ok(same.into_pyobject(py)?.to_owned().into_any().unbind())
     }
@@ -162,7 +181,10 @@ impl ReadStats {
         let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         ReadStats {
             path: abs.display().to_string(),
-            started_at_ms: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0),
+            started_at_ms: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_millis() as u64)
+                .unwrap_or(0),
             started: Instant::now(),
             finished: None,
             captured: 0,
@@ -195,7 +217,10 @@ impl ReadStats {
         let timing = PyDict::new(py);
         timing.set_item("started_at_ms", self.started_at_ms)?;
         let end = self.finished.unwrap_or_else(Instant::now);
-        timing.set_item("elapsed_ms", end.duration_since(self.started).as_millis() as u64)?;
+        timing.set_item(
+            "elapsed_ms",
+            end.duration_since(self.started).as_millis() as u64,
+        )?;
         d.set_item("timing", timing)?;
         let packets = PyDict::new(py);
         packets.set_item("captured", self.captured)?;
@@ -235,7 +260,12 @@ impl Progress {
     fn on_tty(total: u64) -> Option<Progress> {
         // SAFETY: isatty only inspects the descriptor.
         let tty = unsafe { libc::isatty(2) } == 1;
-        tty.then(|| Progress { total, countdown: Self::CHECK_EVERY, last: Instant::now(), drawn: false })
+        tty.then(|| Progress {
+            total,
+            countdown: Self::CHECK_EVERY,
+            last: Instant::now(),
+            drawn: false,
+        })
     }
 
     #[inline]
@@ -253,7 +283,11 @@ impl Progress {
     fn draw(&mut self, position: u64) {
         self.last = Instant::now();
         self.drawn = true;
-        let frac = if self.total == 0 { 1.0 } else { position as f64 / self.total as f64 };
+        let frac = if self.total == 0 {
+            1.0
+        } else {
+            position as f64 / self.total as f64
+        };
         let width = 30;
         let filled = ((frac * width as f64) as usize).min(width);
         eprint!(
@@ -301,7 +335,9 @@ impl PacketRef {
             caplen: self.caplen,
             wirelen: self.wirelen,
             linktype: self.linktype,
-            data: map.get(self.offset..self.offset + self.caplen as usize).unwrap_or_default(),
+            data: map
+                .get(self.offset..self.offset + self.caplen as usize)
+                .unwrap_or_default(),
         }
     }
 }
@@ -314,14 +350,33 @@ enum Next {
 }
 
 impl FileLoop {
-    fn open(path: &Path, filter: Option<&str>, limit: Option<u64>, progress: bool) -> crate::error::Result<FileLoop> {
+    fn open(
+        path: &Path,
+        filter: Option<&str>,
+        limit: Option<u64>,
+        progress: bool,
+    ) -> crate::error::Result<FileLoop> {
         let reader = FileReader::open(path)?;
         let filter = match filter {
-            Some(expr) => Some(FileFilter::new(expr, reader.linktype().unwrap_or(1), reader.snaplen())?),
+            Some(expr) => Some(FileFilter::new(
+                expr,
+                reader.linktype().unwrap_or(1),
+                reader.snaplen(),
+            )?),
             None => None,
         };
-        let progress = if progress { Progress::on_tty(reader.file_len()) } else { None };
-        Ok(FileLoop { stats: ReadStats::new(reader.path()), reader, filter, limit, progress })
+        let progress = if progress {
+            Progress::on_tty(reader.file_len())
+        } else {
+            None
+        };
+        Ok(FileLoop {
+            stats: ReadStats::new(reader.path()),
+            reader,
+            filter,
+            limit,
+            progress,
+        })
     }
 
     /// The next packet passing the filter, or the end. On a truncated last record the end
@@ -423,7 +478,10 @@ pub struct Reader {
 
 impl Reader {
     fn stats_ref(&self) -> Option<&ReadStats> {
-        self.inner.as_ref().map(|l| &l.stats).or(self.closed_stats.as_ref())
+        self.inner
+            .as_ref()
+            .map(|l| &l.stats)
+            .or(self.closed_stats.as_ref())
     }
 }
 
@@ -435,7 +493,9 @@ impl Reader {
 
     fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         let (mode, strict) = (self.mode, self.strict);
-        let Some(l) = self.inner.as_mut() else { return Ok(None) };
+        let Some(l) = self.inner.as_mut() else {
+            return Ok(None);
+        };
         let err = match l.next() {
             Ok(Next::Packet(r)) => {
                 let map = l.reader.shared_map();
@@ -490,7 +550,10 @@ impl Reader {
 
     fn __repr__(&self) -> String {
         match self.stats_ref() {
-            Some(s) => format!("<paclo.Reader {:?} {} packets={}>", s.path, s.state, s.processed),
+            Some(s) => format!(
+                "<paclo.Reader {:?} {} packets={}>",
+                s.path, s.state, s.processed
+            ),
             None => "<paclo.Reader>".into(),
         }
     }
@@ -500,7 +563,9 @@ fn parse_limit(limit: Option<i64>) -> PyResult<Option<u64>> {
     match limit {
         None => Ok(None),
         Some(n) if n >= 0 => Ok(Some(n as u64)),
-        Some(n) => Err(PyValueError::new_err(format!("limit must be a non-negative integer or None, not {n}"))),
+        Some(n) => Err(PyValueError::new_err(format!(
+            "limit must be a non-negative integer or None, not {n}"
+        ))),
     }
 }
 
@@ -518,7 +583,12 @@ fn read(
     let mode = DecodeMode::parse(decode)?;
     let limit = parse_limit(limit)?;
     let l = FileLoop::open(&path, filter, limit, progress)?;
-    Ok(Reader { inner: Some(l), closed_stats: None, mode, strict })
+    Ok(Reader {
+        inner: Some(l),
+        closed_stats: None,
+        mode,
+        strict,
+    })
 }
 
 /// Fold `fn(acc, packet)` over a file natively; returns `(acc, stats)`. A result that is an
@@ -572,8 +642,13 @@ fn reduce_path<'py>(
 /// between chunks of packets. A truncated last record ends the count (no warning).
 #[pyfunction]
 #[pyo3(signature = (path, *, filter = None, limit = None))]
-fn count_packets(py: Python<'_>, path: PathBuf, filter: Option<&str>, limit: Option<i64>) -> PyResult<(u64, u64)> {
-    const CHUNK: u64 = 1 << 20;
+fn count_packets(
+    py: Python<'_>,
+    path: PathBuf,
+    filter: Option<&str>,
+    limit: Option<i64>,
+) -> PyResult<(u64, u64)> {
+    const CHUNK: u64 = 1 << 16;
     let limit = parse_limit(limit)?;
     let mut l = FileLoop::open(&path, filter, limit, false)?;
     loop {
@@ -596,7 +671,10 @@ fn count_packets(py: Python<'_>, path: PathBuf, filter: Option<&str>, limit: Opt
 }
 
 fn now_ns() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
 }
 
 /// Call `f` with the bytes of a bytes-like object (bytes, bytearray, memoryview, ...).
@@ -616,8 +694,14 @@ fn with_buffer<R>(obj: &Bound<'_, PyAny>, what: &str, f: impl FnOnce(&[u8]) -> R
 fn dict_int(d: &Bound<'_, PyDict>, key: &str) -> PyResult<Option<i64>> {
     match d.get_item(key)? {
         Some(v) if !v.is_none() => Ok(Some(v.extract::<i64>().map_err(|_| {
-            let ty = v.get_type().name().map(|n| n.to_string()).unwrap_or_default();
-            PyTypeError::new_err(format!("packet dict key '{key}' must be an integer, not {ty}"))
+            let ty = v
+                .get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default();
+            PyTypeError::new_err(format!(
+                "packet dict key '{key}' must be an integer, not {ty}"
+            ))
         })?)),
         _ => Ok(None),
     }
@@ -642,17 +726,22 @@ fn write_item(
             )));
         }
         let ts = ts_ns.unwrap_or(p.ts_ns);
-        return p.with_bytes(py, |b| w.write_packet(ts, b, p.wirelen)).map_err(PyErr::from);
+        return p
+            .with_bytes(py, |b| w.write_packet(ts, b, p.wirelen))
+            .map_err(PyErr::from);
     }
     if let Ok(d) = item.cast::<PyDict>() {
         let Some(data) = d.get_item("data")? else {
-            return Err(PyValueError::new_err("packet dict is missing the key 'data'"));
+            return Err(PyValueError::new_err(
+                "packet dict is missing the key 'data'",
+            ));
         };
         let ts = match (ts_ns, dict_int(d, "ts_ns")?, dict_int(d, "ts_sec")?) {
             (Some(t), _, _) | (None, Some(t), _) => t,
             (None, None, Some(sec)) => {
                 let usec = dict_int(d, "ts_usec")?.unwrap_or(0);
-                sec.saturating_mul(1_000_000_000).saturating_add(usec.saturating_mul(1_000))
+                sec.saturating_mul(1_000_000_000)
+                    .saturating_add(usec.saturating_mul(1_000))
             }
             (None, None, None) => now_ns(),
         };
@@ -661,14 +750,20 @@ fn write_item(
             None => dict_int(d, "len")?,
         };
         return with_buffer(&data, "packet dict 'data'", |b| {
-            let wl = wirelen.and_then(|n| u32::try_from(n).ok()).unwrap_or(b.len() as u32);
+            let wl = wirelen
+                .and_then(|n| u32::try_from(n).ok())
+                .unwrap_or(b.len() as u32);
             w.write_packet(ts, b, wl)
         })?
         .map_err(PyErr::from);
     }
     let ts = ts_ns.unwrap_or_else(now_ns);
-    with_buffer(item, "a packet to write (Packet, bytes-like or dict)", |b| w.write_packet(ts, b, b.len() as u32))?
-        .map_err(PyErr::from)
+    with_buffer(
+        item,
+        "a packet to write (Packet, bytes-like or dict)",
+        |b| w.write_packet(ts, b, b.len() as u32),
+    )?
+    .map_err(PyErr::from)
 }
 
 /// A classic pcap file being written.
@@ -685,12 +780,21 @@ impl PyPcapWriter {
     #[pyo3(signature = (path, *, linktype = 1, snaplen = 262_144, nanosecond = false))]
     fn new(path: PathBuf, linktype: u32, snaplen: u32, nanosecond: bool) -> PyResult<Self> {
         let w = crate::pcap::PcapWriter::create(&path, linktype, snaplen, nanosecond)?;
-        Ok(PyPcapWriter { inner: Some(w), linktype, count: 0 })
+        Ok(PyPcapWriter {
+            inner: Some(w),
+            linktype,
+            count: 0,
+        })
     }
 
     /// Append a packet (see `paclo.write_pcap` for the accepted items).
     #[pyo3(signature = (packet, ts_ns = None))]
-    fn write(&mut self, py: Python<'_>, packet: &Bound<'_, PyAny>, ts_ns: Option<i64>) -> PyResult<()> {
+    fn write(
+        &mut self,
+        py: Python<'_>,
+        packet: &Bound<'_, PyAny>,
+        ts_ns: Option<i64>,
+    ) -> PyResult<()> {
         let Some(w) = self.inner.as_mut() else {
             return Err(PyValueError::new_err("write to a closed PcapWriter"));
         };
