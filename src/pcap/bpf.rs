@@ -193,6 +193,15 @@ impl FileFilter {
         })
     }
 
+    /// Compile `expr` for the file `reader` reads: its link type (pcapng: its first
+    /// interface's, Ethernet when none is described before the first packet).
+    ///
+    /// # Errors
+    /// See [`BpfFilter::compile`].
+    pub fn for_reader(expr: &str, reader: &super::FileReader) -> Result<FileFilter> {
+        FileFilter::new(expr, reader.linktype().unwrap_or(1), reader.snaplen())
+    }
+
     /// The expression as given.
     pub fn expr(&self) -> &str {
         self.first.expr()

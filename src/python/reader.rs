@@ -358,11 +358,7 @@ impl FileLoop {
     ) -> crate::error::Result<FileLoop> {
         let reader = FileReader::open(path)?;
         let filter = match filter {
-            Some(expr) => Some(FileFilter::new(
-                expr,
-                reader.linktype().unwrap_or(1),
-                reader.snaplen(),
-            )?),
+            Some(expr) => Some(FileFilter::for_reader(expr, &reader)?),
             None => None,
         };
         let progress = if progress {
