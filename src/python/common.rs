@@ -3,10 +3,6 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use std::sync::Arc;
-
-use memmap2::Mmap;
-
 use crate::source::RawPacket;
 
 /// What a source yields for each packet.
@@ -57,12 +53,12 @@ pub fn to_python_mapped<'py>(
     py: Python<'py>,
     mode: DecodeMode,
     pkt: &RawPacket<'_>,
-    map: &Arc<Mmap>,
+    map: &Py<super::reader::MappedFile>,
     offset: usize,
 ) -> PyResult<(Bound<'py, PyAny>, bool)> {
     match mode {
         DecodeMode::Raw => Ok((
-            Bound::new(py, super::reader::Packet::from_mapped(map, offset, pkt))?.into_any(),
+            Bound::new(py, super::reader::Packet::from_mapped(py, map, offset, pkt))?.into_any(),
             false,
         )),
         _ => to_python(py, mode, pkt),

@@ -17,6 +17,11 @@ use crate::error::Error;
 use crate::pcap::{FileFilter, FileReader};
 use crate::source::{PacketSource, RawPacket};
 
+/// A mapped capture file shared by the packets read from it (a Python reference count is
+/// cheaper per packet than an atomic one).
+#[pyclass(module = "paclo", frozen)]
+pub struct MappedFile(pub Arc<Mmap>);
+
 /// One captured packet. From a file the bytes stay in the shared map until `data` is first
 /// read; from a live capture they are copied at creation.
 #[pyclass(module = "paclo", frozen, freelist = 256)]
@@ -30,7 +35,7 @@ pub struct Packet {
     #[pyo3(get)]
     linktype: u32,
     /// The mapped file and the offset of the bytes in it (None for owned packets).
-    map: Option<(Arc<Mmap>, usize)>,
+    map: Option<(Py<MappedFile>, usize)>,
     data: OnceLock<Py<PyBytes>>,
 }
 
@@ -50,13 +55,18 @@ impl Packet {
     }
 
     /// A packet whose bytes are `pkt.data`, at `offset` in `map`, copied on first access.
-    pub fn from_mapped(map: &Arc<Mmap>, offset: usize, pkt: &RawPacket<'_>) -> Packet {
+    pub fn from_mapped(
+        py: Python<'_>,
+        map: &Py<MappedFile>,
+        offset: usize,
+        pkt: &RawPacket<'_>,
+    ) -> Packet {
         Packet {
             ts_ns: pkt.ts_ns,
             caplen: pkt.caplen,
             wirelen: pkt.wirelen,
             linktype: pkt.linktype,
-            map: Some((Arc::clone(map), offset)),
+            map: Some((map.clone_ref(py), offset)),
             data: OnceLock::new(),
         }
     }
@@ -68,6 +78,8 @@ impl Packet {
         }
         match &self.map {
             Some((map, off)) => f(map
+                .get()
+                .0
                 .get(*off..*off + self.caplen as usize)
                 .unwrap_or_default()),
             None => f(&[]),
@@ -466,6 +478,8 @@ impl FileLoop {
 #[pyclass(module = "paclo")]
 pub struct Reader {
     inner: Option<FileLoop>,
+    /// The map of `inner`, as a Python object for the packets.
+    handle: Option<Py<MappedFile>>,
     /// Statistics kept after `close()`.
     closed_stats: Option<ReadStats>,
     mode: DecodeMode,
@@ -489,13 +503,14 @@ impl Reader {
 
     fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         let (mode, strict) = (self.mode, self.strict);
-        let Some(l) = self.inner.as_mut() else {
+        let (Some(l), Some(handle)) = (self.inner.as_mut(), self.handle.as_ref()) else {
             return Ok(None);
         };
         let err = match l.next() {
             Ok(Next::Packet(r)) => {
                 let map = l.reader.shared_map();
-                let (obj, decode_error) = to_python_mapped(py, mode, &r.raw(map), map, r.offset)?;
+                let (obj, decode_error) =
+                    to_python_mapped(py, mode, &r.raw(map), handle, r.offset)?;
                 if decode_error {
                     l.stats.decode_errors += 1;
                 }
@@ -532,6 +547,7 @@ impl Reader {
 
     /// Unmap the file (packets already yielded stay valid); idempotent.
     fn close(&mut self) {
+        self.handle = None;
         if let Some(mut l) = self.inner.take() {
             l.end("closed");
             self.closed_stats = Some(l.stats);
@@ -569,6 +585,7 @@ fn parse_limit(limit: Option<i64>) -> PyResult<Option<u64>> {
 #[pyfunction]
 #[pyo3(signature = (path, *, filter = None, decode = None, limit = None, progress = false, strict = false))]
 fn read(
+    py: Python<'_>,
     path: PathBuf,
     filter: Option<&str>,
     decode: Option<&str>,
@@ -579,8 +596,10 @@ fn read(
     let mode = DecodeMode::parse(decode)?;
     let limit = parse_limit(limit)?;
     let l = FileLoop::open(&path, filter, limit, progress)?;
+    let handle = Py::new(py, MappedFile(Arc::clone(l.reader.shared_map())))?;
     Ok(Reader {
         inner: Some(l),
+        handle: Some(handle),
         closed_stats: None,
         mode,
         strict,
@@ -606,12 +625,14 @@ fn reduce_path<'py>(
     let mode = DecodeMode::parse(decode)?;
     let limit = parse_limit(limit)?;
     let mut l = FileLoop::open(&path, filter, limit, false)?;
+    let handle = Py::new(py, MappedFile(Arc::clone(l.reader.shared_map())))?;
     let mut acc = init;
     loop {
         let err = match l.next() {
             Ok(Next::Packet(r)) => {
                 let map = l.reader.shared_map();
-                let (obj, decode_error) = to_python_mapped(py, mode, &r.raw(map), map, r.offset)?;
+                let (obj, decode_error) =
+                    to_python_mapped(py, mode, &r.raw(map), &handle, r.offset)?;
                 if decode_error {
                     l.stats.decode_errors += 1;
                 }
