@@ -48,6 +48,13 @@ def test_classic_files_match_libpcap(tmp_path, big_endian, nanosecond):
     assert_same(p)
 
 
+@pytest.mark.parametrize("big_endian", [False, True])
+def test_modified_pcap_matches_libpcap(tmp_path, big_endian):
+    p = tmp_path / "modified.pcap"
+    p.write_bytes(classic(recs(), big_endian=big_endian, modified=True))
+    assert_same(p)
+
+
 def test_raw_ip_linktype_matches_libpcap(tmp_path):
     p = tmp_path / "raw.pcap"
     p.write_bytes(classic([Rec(1_000, udp_frame()[14:]), Rec(2_000, udp_frame(54)[14:])], linktype=101))
