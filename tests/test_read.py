@@ -312,3 +312,18 @@ def test_progress_bar_on_a_tty(tmp_path):
     text = err.decode()
     assert "\r[" in text and "MB" in text, text
     assert "100.0%" in text, text
+
+
+def test_packet_constructor_and_pickle(tmp_path):
+    import pickle
+
+    pkt = paclo.Packet(b"\x01\x02\x03", 1_500_000_000, wirelen=60, linktype=101)
+    assert (pkt.ts_ns, pkt.caplen, pkt.wirelen, pkt.linktype, pkt.data) == (1_500_000_000, 3, 60, 101, b"\x01\x02\x03")
+    assert paclo.Packet(bytearray(b"ab")).wirelen == 2
+    with pytest.raises(TypeError, match="data must be bytes-like"):
+        paclo.Packet("text")
+    p = write(tmp_path, "c.pcap", classic(RECS))
+    for read_pkt in paclo.read(p):
+        again = pickle.loads(pickle.dumps(read_pkt))
+        assert again == read_pkt and again.data == read_pkt.data
+    assert pickle.loads(pickle.dumps(pkt)) == pkt

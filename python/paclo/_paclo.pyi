@@ -9,6 +9,10 @@ from typing_extensions import disjoint_base
 
 @final
 class Packet:
+    def __new__(
+        cls, data: bytes | bytearray | memoryview, ts_ns: int = 0, wirelen: int | None = None, linktype: int = 1
+    ) -> Packet: ...
+    def __reduce__(self) -> tuple[type[Packet], tuple[bytes, int, int, int]]: ...
     @property
     def ts_ns(self) -> int: ...
     @property

@@ -93,8 +93,45 @@ impl Packet {
     }
 }
 
+/// `Packet` constructor arguments: (data, ts_ns, wirelen, linktype).
+type PacketArgs = (Py<PyBytes>, i64, u32, u32);
+
 #[pymethods]
 impl Packet {
+    /// A packet from bytes: `Packet(data, ts_ns=0, wirelen=None, linktype=1)`; `wirelen`
+    /// defaults to `len(data)`.
+    #[new]
+    #[pyo3(signature = (data, ts_ns = 0, wirelen = None, linktype = 1))]
+    fn py_new(
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+        ts_ns: i64,
+        wirelen: Option<u32>,
+        linktype: u32,
+    ) -> PyResult<Packet> {
+        with_buffer(data, "data", |b| {
+            let caplen = u32::try_from(b.len())
+                .map_err(|_| PyValueError::new_err("data is longer than 4 GiB"))?;
+            let raw = RawPacket {
+                ts_ns,
+                caplen,
+                wirelen: wirelen.unwrap_or(caplen),
+                linktype,
+                data: b,
+            };
+            Ok(Packet::from_raw(py, &raw))
+        })?
+    }
+
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyType>, PacketArgs)> {
+        let p = slf.get();
+        let py = slf.py();
+        Ok((
+            py.get_type::<Packet>(),
+            (p.bytes_obj(py), p.ts_ns, p.wirelen, p.linktype),
+        ))
+    }
+
     /// The captured bytes.
     #[getter]
     fn data(&self, py: Python<'_>) -> Py<PyBytes> {
