@@ -327,3 +327,20 @@ def test_packet_constructor_and_pickle(tmp_path):
         again = pickle.loads(pickle.dumps(read_pkt))
         assert again == read_pkt and again.data == read_pkt.data
     assert pickle.loads(pickle.dumps(pkt)) == pkt
+
+
+def test_reduce_device_delegates_to_live_capture(monkeypatch):
+    from paclo import _capture
+
+    calls = []
+
+    def fake(fn, init, **kw):
+        calls.append((fn, init, kw))
+        return "acc"
+
+    monkeypatch.setattr(_capture, "reduce_device", fake, raising=False)
+    f = lambda a, p: a  # noqa: E731
+    assert paclo.reduce(f, 0, device="lo", filter=("udp",), limit=5, snaplen=128) == "acc"
+    assert calls == [
+        (f, 0, {"device": "lo", "decode": None, "filter": "udp", "limit": 5, "report": False, "snaplen": 128})
+    ]
