@@ -36,6 +36,12 @@ impl PcapWriter<File> {
     ) -> Result<Self> {
         let path = path.as_ref();
         check_snaplen(snaplen)?;
+        // Replace an existing regular file by a new one rather than truncating it: a reader
+        // may still map the old file (e.g. `write_pcap(p, read(p))`), and truncating a mapped
+        // file would make that reader fault. Where unlinking fails, creating truncates.
+        if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file()) {
+            let _ = std::fs::remove_file(path);
+        }
         let file = File::create(path).map_err(|e| Error::from_io(path, e))?;
         PcapWriter::new(file, path, linktype, snaplen, nanosecond)
     }
