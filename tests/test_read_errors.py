@@ -42,6 +42,14 @@ def test_directory_is_an_os_error(tmp_path):
         paclo.read(tmp_path)
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX FIFOs")
+def test_fifo_is_refused_without_blocking(tmp_path):
+    p = tmp_path / "fifo"
+    os.mkfifo(p)
+    with pytest.raises(OSError, match="not a regular file"):
+        paclo.read(p)
+
+
 @pytest.mark.skipif(not hasattr(os, "geteuid"), reason="POSIX permissions")
 def test_no_permission(tmp_path):
     p = write(tmp_path, "secret.pcap", classic(RECS))

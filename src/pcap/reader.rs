@@ -104,14 +104,21 @@ impl FileReader {
     /// for an empty file, an unknown magic number or a truncated or invalid file header.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
-        let file = File::open(&path).map_err(|e| Error::from_io(&path, e))?;
-        let meta = file.metadata().map_err(|e| Error::from_io(&path, e))?;
-        if meta.is_dir() {
+        // Check the kind first: opening a FIFO would block until a writer appears.
+        let kind = std::fs::metadata(&path).map_err(|e| Error::from_io(&path, e))?;
+        if !kind.is_file() {
+            let what = if kind.is_dir() {
+                "is a directory"
+            } else {
+                "is not a regular file (pipes and devices cannot be mapped)"
+            };
             return Err(Error::Io {
                 path,
-                source: std::io::Error::other("is a directory"),
+                source: std::io::Error::other(what),
             });
         }
+        let file = File::open(&path).map_err(|e| Error::from_io(&path, e))?;
+        let meta = file.metadata().map_err(|e| Error::from_io(&path, e))?;
         // SAFETY: the map is read-only; a file truncated by another process while mapped
         // raises SIGBUS, the documented limit of every mmap reader.
         let map = if meta.len() == 0 {
