@@ -24,7 +24,10 @@ pub struct MappedFile(pub Arc<Mmap>);
 
 /// One captured packet. From a file the bytes stay in the shared map until `data` is first
 /// read; from a live capture they are copied at creation.
-#[pyclass(module = "paclo", frozen, freelist = 256)]
+///
+/// No `freelist`: pyo3's freelist takes a mutex per allocation and per free, which measured
+/// slower (about 13 ns per packet) than CPython's own allocator.
+#[pyclass(module = "paclo", frozen)]
 pub struct Packet {
     #[pyo3(get)]
     ts_ns: i64,
