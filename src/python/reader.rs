@@ -646,6 +646,9 @@ fn read(
     })
 }
 
+/// Packets between two checks for pending signals (Ctrl-C) in native loops.
+const SIGNAL_CHECK_EVERY: u64 = 1 << 16;
+
 /// Fold `fn(acc, packet)` over a file natively; returns `(acc, stats)`. A result that is an
 /// instance of `reduced_type` stops at once with its `.value`.
 #[pyfunction]
@@ -682,6 +685,10 @@ fn reduce_path<'py>(
                     l.stats.finish("closed", "reduced");
                     break;
                 }
+                // `fn` may be a builtin that never runs the interpreter's signal checks.
+                if l.stats.processed % SIGNAL_CHECK_EVERY == 0 {
+                    py.check_signals()?;
+                }
                 continue;
             }
             Ok(Next::End) => break,
@@ -705,7 +712,7 @@ fn count_packets(
     filter: Option<&str>,
     limit: Option<i64>,
 ) -> PyResult<(u64, u64)> {
-    const CHUNK: u64 = 1 << 16;
+    const CHUNK: u64 = SIGNAL_CHECK_EVERY;
     let limit = parse_limit(limit)?;
     let mut l = FileLoop::open(&path, filter, limit, false)?;
     loop {
