@@ -344,3 +344,15 @@ def test_reduce_device_delegates_to_live_capture(monkeypatch):
     assert calls == [
         (f, 0, {"device": "lo", "decode": None, "filter": "udp", "limit": 5, "report": False, "snaplen": 128})
     ]
+
+
+def test_reader_file_attributes(tmp_path):
+    p = write(tmp_path, "raw.pcap", classic(RECS, linktype=101, snaplen=2000))
+    with paclo.read(p) as r:
+        assert (r.format, r.linktype, r.snaplen) == ("pcap", 101, 2000)
+    assert (r.format, r.linktype, r.snaplen) == (None, None, None)
+    ng = write(tmp_path, "x.pcapng", Ng().shb().block(0x0BAD, b"x").idb(113).idb(1).epb(0, 1, b"a").bytes())
+    r = paclo.read(ng)
+    assert (r.format, r.linktype, r.snaplen) == ("pcapng", 113, 262144)
+    out = tmp_path / "same-linktype.pcap"
+    assert paclo.write_pcap(out, r, linktype=r.linktype) == 1

@@ -14,7 +14,7 @@ use pyo3::types::{PyBytes, PyDict, PyType};
 use super::common::{to_python_mapped, DecodeMode};
 use super::error::TruncatedCaptureWarning;
 use crate::error::Error;
-use crate::pcap::{FileFilter, FileReader};
+use crate::pcap::{FileFilter, FileFormat, FileReader};
 use crate::source::{PacketSource, RawPacket};
 
 /// A mapped capture file shared by the packets read from it (a Python reference count is
@@ -598,6 +598,27 @@ impl Reader {
     #[getter]
     fn closed(&self) -> bool {
         self.inner.is_none()
+    }
+
+    /// The file format: `"pcap"` or `"pcapng"` (None once closed).
+    #[getter]
+    fn format(&self) -> Option<&'static str> {
+        self.inner.as_ref().map(|l| match l.reader.format() {
+            FileFormat::Pcap => "pcap",
+            FileFormat::PcapNg => "pcapng",
+        })
+    }
+
+    /// The file's link type (pcapng: the first interface's), None if unknown or closed.
+    #[getter]
+    fn linktype(&self) -> Option<u32> {
+        self.inner.as_ref().and_then(|l| l.reader.linktype())
+    }
+
+    /// The snapshot length of the file header (pcapng: 262144), None once closed.
+    #[getter]
+    fn snaplen(&self) -> Option<u32> {
+        self.inner.as_ref().map(|l| l.reader.snaplen())
     }
 
     fn __repr__(&self) -> String {
