@@ -80,6 +80,15 @@ def test_truncated_vlan_keeps_ethernet_and_names_the_cut():
     assert "vlan_tags" not in m["decoded"]
 
 
+def test_ipv4_authentication_header_and_version_nibble():
+    auth = bytes([6, 4, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1]) + bytes(12)
+    l3 = d(eth(0x0800, ipv4(51, auth + tcp(5, 6, 0x02))))["l3"]
+    assert (l3["protocol"], l3["l4"]["type"], l3["flow_key"]["proto"], l3["flow_key"]["dst_port"]) == \
+        (51, "tcp", "tcp", 6)
+    dec = d(eth(0x0800, ipv6(17, udp(1, 2, b""))))
+    assert (dec["eth"], dec["l3"]["type"]) == (0x0800, "ipv6")
+
+
 def test_unknown_l3():
     dec = d(eth(0x88CC, b"lldp"))
     assert dec["l3"] == {"type": "unknown_l3", "eth": 0x88CC}

@@ -101,8 +101,11 @@ def test_invalid_headers_are_named():
     m = paclo.decode(bad_ihl)
     assert m["decode_error"] == "invalid IPv4 header: IHL 3 (below 5) at offset 14"
     assert m["decoded"]["l3"] == {"type": "unknown_l3", "eth": 0x0800}
-    bad_version = eth(0x0800, b"\x65" + bytes(30))
-    assert paclo.decode(bad_version)["decode_error"] == "invalid IPv4 header: IP version 6 at offset 14"
+    bad_version = eth(0x0800, b"\x55" + bytes(30))
+    assert paclo.decode(bad_version)["decode_error"] == "invalid IPv4 header: IP version 5 at offset 14"
+    # The version nibble picks the header: an IPv6 nibble under 0x0800 is read as IPv6.
+    assert paclo.decode(eth(0x0800, b"\x65" + bytes(30)))["decode_error"] == \
+        "truncated IPv6 header: need 40 bytes, have 31 at offset 14"
     bad_doff = eth(0x0800, ipv4(6, bytes(12) + b"\x30" + bytes(7)))
     m = paclo.decode(bad_doff)
     assert m["decode_error"] == "invalid TCP header: data offset 3 (below 5) at offset 34"
@@ -110,7 +113,8 @@ def test_invalid_headers_are_named():
 
 
 def test_too_many_vlan_tags():
-    inner = b"".join(tag(0, 0, i, 0x8100) for i in range(8)) + tag(0, 0, 9, 0x0800)
-    m = paclo.decode(vlan(0x8100, 0, 0, 1, 0x8100, inner))
-    assert len(m["decoded"]["vlan_tags"]) == 8
-    assert m["decode_error"] == "invalid VLAN header: more than 8 tags at offset 46"
+    inner = b"".join(tag(0, 0, i, 0x8100) for i in range(2)) + tag(0, 0, 9, 0x0800)
+    m = paclo.decode(vlan(0x8100, 0, 0, 1, 0x8100, inner) + bytes(20))
+    assert [t["vid"] for t in m["decoded"]["vlan_tags"]] == [1, 0, 1]
+    assert m["decode_error"] == "invalid VLAN header: more than 3 tags at offset 26"
+    assert m["decoded"]["l3"] == {"type": "unknown_l3", "eth": 0x8100}

@@ -76,6 +76,8 @@ pub enum Invalid {
     IpVersion(u8),
     /// The IPv4 IHL is below 5.
     Ipv4HeaderLength(u8),
+    /// An authentication header whose payload length is 0.
+    AuthLengthZero,
     /// A TCP data offset below 5.
     TcpDataOffset(u8),
     /// More VLAN tags than the decoder keeps.
@@ -164,6 +166,7 @@ impl fmt::Display for DecodeError {
                 match why {
                     Invalid::IpVersion(v) => write!(f, "IP version {v}")?,
                     Invalid::Ipv4HeaderLength(ihl) => write!(f, "IHL {ihl} (below 5)")?,
+                    Invalid::AuthLengthZero => f.write_str("payload length 0")?,
                     Invalid::TcpDataOffset(d) => write!(f, "data offset {d} (below 5)")?,
                     Invalid::TooManyVlanTags => {
                         write!(f, "more than {} tags", super::link::MAX_VLAN_TAGS)?

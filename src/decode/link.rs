@@ -28,8 +28,8 @@ pub const ETHERTYPE_ARP: u16 = 0x0806;
 pub const ETHERTYPE_IPV6: u16 = 0x86DD;
 /// VLAN TPIDs that are stripped: 802.1Q, 802.1ad, and the two legacy QinQ values.
 pub const VLAN_TPIDS: [u16; 4] = [0x8100, 0x88A8, 0x9100, 0x9200];
-/// Most VLAN tags kept; a deeper stack is reported as invalid.
-pub const MAX_VLAN_TAGS: usize = 8;
+/// Most VLAN tags kept (etherparse's limit); a deeper stack is reported as invalid.
+pub const MAX_VLAN_TAGS: usize = 3;
 
 /// Ethernet II header length.
 pub const ETH_HEADER_LEN: usize = 14;

@@ -62,7 +62,8 @@ pub enum L3<'a> {
 pub struct Ipv4<'a> {
     /// The header, options included (validated: version 4, IHL >= 5, all bytes present).
     pub header: Ipv4HeaderSlice<'a>,
-    /// The protocol field (the protocol of `l4`).
+    /// The protocol of `l4`: the protocol field, or the next header of an authentication
+    /// header that follows the IPv4 header.
     pub l4_proto: u8,
     /// The transport layer.
     pub l4: L4<'a>,
@@ -245,8 +246,19 @@ pub fn decode(linktype: u32, data: &[u8]) -> Decoded<'_> {
     let off = lr.l3_offset;
     let rest = &data[off..];
     let (l3, error) = match link.eth {
-        Some(ETHERTYPE_IPV4) => decode_ipv4(rest, off),
-        Some(ETHERTYPE_IPV6) => decode_ipv6(rest, off),
+        // The version nibble picks the IP header, as etherparse's lax slicing does.
+        Some(eth @ (ETHERTYPE_IPV4 | ETHERTYPE_IPV6)) => match rest.first().map(|b| b >> 4) {
+            Some(4) => decode_ipv4(rest, off),
+            Some(6) => decode_ipv6(rest, off),
+            Some(v) => {
+                let layer = if eth == ETHERTYPE_IPV4 { Layer::Ipv4 } else { Layer::Ipv6 };
+                (L3::Unknown(Some(eth)), Some(DecodeError::invalid(layer, Invalid::IpVersion(v), off)))
+            }
+            None => {
+                let (layer, need) = if eth == ETHERTYPE_IPV4 { (Layer::Ipv4, 20) } else { (Layer::Ipv6, IPV6_HEADER_LEN) };
+                (L3::Unknown(Some(eth)), Some(DecodeError::truncated(layer, need, 0, off)))
+            }
+        },
         Some(ETHERTYPE_ARP) => match decode_arp(rest, off) {
             Ok(a) => (L3::Arp(Some(a)), None),
             Err(e) => (L3::Arp(None), Some(e)),
@@ -320,7 +332,26 @@ fn decode_ipv4(b: &[u8], off: usize) -> (L3<'_>, Option<DecodeError>) {
         };
         return (L3::Ipv4(v4), None);
     }
-    let (l4, e) = decode_l4(proto, payload, off + hlen);
+    let (mut l4_payload, mut l4_off) = (payload, off + hlen);
+    if proto == IPV6_AUTH {
+        // An authentication header is skipped; its next header is the transport (etherparse's rule).
+        match IpAuthHeaderSlice::from_slice(payload) {
+            Ok(a) => {
+                v4.l4_proto = a.next_header().0;
+                l4_payload = &payload[a.slice().len()..];
+                l4_off += a.slice().len();
+            }
+            Err(err::ip_auth::HeaderSliceError::Len(e)) => {
+                v4.l4 = L4::Unknown { proto: Some(proto), truncated: true, payload };
+                return (L3::Ipv4(v4), Some(len_error(&e, Layer::IpAuth, l4_off)));
+            }
+            Err(err::ip_auth::HeaderSliceError::Content(_)) => {
+                v4.l4 = L4::Unknown { proto: Some(proto), truncated: true, payload };
+                return (L3::Ipv4(v4), Some(DecodeError::invalid(Layer::IpAuth, Invalid::AuthLengthZero, l4_off)));
+            }
+        }
+    }
+    let (l4, e) = decode_l4(v4.l4_proto, l4_payload, l4_off);
     v4.l4 = l4;
     (L3::Ipv4(v4), e)
 }

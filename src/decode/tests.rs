@@ -571,3 +571,46 @@ proptest::proptest! {
         let _ = tls::ClientHello::parse(&body);
     }
 }
+
+#[test]
+fn ipv4_authentication_header_is_skipped() {
+    let mut ah = vec![17, 4, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1];
+    ah.extend_from_slice(&[0; 12]);
+    ah.extend_from_slice(&udp(7, 8, &[]));
+    let frame = eth(ETHERTYPE_IPV4, &ipv4(51, &[], 0, &ah));
+    let d = decode(LINKTYPE_ETHERNET, &frame);
+    assert!(d.error.is_none(), "{:?}", d.error);
+    let Some(L3::Ipv4(v4)) = &d.l3 else { panic!() };
+    assert_eq!((v4.header.protocol().0, v4.l4_proto), (51, 17));
+    assert_eq!(d.l3.unwrap().flow_key().unwrap().ports, Some((7, 8)));
+    let frame = eth(ETHERTYPE_IPV4, &ipv4(51, &[], 0, &ah[..10]));
+    let e = decode(LINKTYPE_ETHERNET, &frame).error.unwrap();
+    assert_eq!(e.to_string(), "truncated IP authentication header: need 12 bytes, have 10 at offset 34");
+}
+
+#[test]
+fn version_nibble_picks_the_ip_header() {
+    let frame = eth(ETHERTYPE_IPV4, &ipv6(17, &udp(1, 2, &[])));
+    let d = decode(LINKTYPE_ETHERNET, &frame);
+    assert!(d.error.is_none());
+    assert_eq!(d.link.unwrap().eth, Some(ETHERTYPE_IPV4));
+    assert!(matches!(d.l3, Some(L3::Ipv6(_))));
+    let frame = eth(ETHERTYPE_IPV6, &[0x75; 40]);
+    let e = decode(LINKTYPE_ETHERNET, &frame).error.unwrap();
+    assert_eq!(e.to_string(), "invalid IPv6 header: IP version 7 at offset 14");
+}
+
+#[test]
+fn fourth_vlan_tag_is_invalid() {
+    let mut body = Vec::new();
+    for vid in 1..=3u16 {
+        body.extend_from_slice(&vid.to_be_bytes());
+        body.extend_from_slice(&0x8100u16.to_be_bytes());
+    }
+    body.extend_from_slice(&[0, 4, 0x08, 0x00]);
+    let frame = eth(0x8100, &body);
+    let d = decode(LINKTYPE_ETHERNET, &frame);
+    assert_eq!(d.link.unwrap().vlan.as_slice().len(), 3);
+    assert_eq!(d.error.unwrap().to_string(), "invalid VLAN header: more than 3 tags at offset 26");
+    assert!(matches!(d.l3, Some(L3::Unknown(Some(0x8100)))));
+}
