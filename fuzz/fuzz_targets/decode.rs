@@ -32,6 +32,7 @@ fuzz_target!(|input: &[u8]| {
         }
         L3::Arp(Some(a)) => {
             sink += a.spa_ipv4().map_or(0, |ip| addr::ipv4(&ip).as_str().len()) + addr::hw(a.tha).as_str().len();
+            std::hint::black_box(sink);
             return;
         }
         _ => return,
