@@ -1,1 +1,2 @@
 //! One decoder for the full packet map and the numeric flow projection.
+pub mod fastpath;
