@@ -260,7 +260,7 @@ impl FlowTable {
             let r = if idle.is_some_and(|t| end - s.last_ts_ns >= t) { Expiration::Idle } else { Expiration::End };
             (k, s, r)
         }));
-        rows.sort_unstable_by(|a, b| (a.1.first_ts_ns, a.0, a.2).cmp(&(b.1.first_ts_ns, b.0, b.2)));
+        rows.sort_unstable_by_key(|r| (r.1.first_ts_ns, r.0, r.2));
         rows
     }
 
