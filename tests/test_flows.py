@@ -251,3 +251,26 @@ def test_read_decode_flow_dict(mixed):
             assert "truncated" in d["decode_error"]
         n += 1
     assert n == len(pkts)
+
+
+def test_filter_and_reader_sources(mixed, tmp_path):
+    path, pkts = mixed
+    upkts = [(ts // 1000 * 1000, f, w) for ts, f, w in pkts]
+    # The packets libpcap keeps, as the filtered reader yields them.
+    kept = [(p.ts_ns, p.data, p.wirelen) for p in paclo.read(path, filter="udp")]
+    assert 0 < len(kept) < len(upkts)
+    got = paclo.flows(path, filter="udp").to_pylist()
+    assert got == ref_flows(kept)
+    assert paclo.project(path, filter="udp").num_rows == len(kept)
+    assert sum(b.num_rows for b in paclo.read_batches(path, filter="udp")) == len(kept)
+    with pytest.raises(ValueError, match="filter"):
+        paclo.flows(path, filter="udp and and")
+    with pytest.raises(TypeError, match="filter"):
+        paclo.project(path, filter=17)
+    with paclo.read(path) as reader:
+        assert paclo.project(reader).equals(paclo.project(path))
+        assert paclo.flows(reader, bidirectional=True).equals(paclo.flows(path, bidirectional=True))
+    default = paclo.flow_topn(path, 1000)
+    everything = paclo.flow_topn(path, 1000, filter=None)
+    assert {r["flow"]["proto"] for r in default} == {"udp", "tcp"}
+    assert len(everything) > len(default)

@@ -32,9 +32,13 @@ def _paths(source: Any) -> list[str]:
                 raise TypeError(f"source list items must be paths (str or os.PathLike), not {type(item).__name__}")
             out.append(os.fspath(item))
         return out
-    path = getattr(source, "path", None)
-    if isinstance(source, _paclo.Reader) and isinstance(path, (str, os.PathLike)):
-        return [os.fspath(path)]
+    if isinstance(source, _paclo.Reader):
+        # The Reader names its file; the file is read from its start, with this call's
+        # filter (the Reader's own filter and limit do not carry over).
+        path = (source.stats().get("source") or {}).get("path")
+        if isinstance(path, str):
+            return [path]
+        raise TypeError("this Reader does not read from a file")
     raise TypeError(
         "source must be a path, a list of paths or an open paclo.Reader, "
         f"not {type(source).__name__}"

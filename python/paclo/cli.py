@@ -151,7 +151,7 @@ def pcap_filter(args: argparse.Namespace) -> int:
         for pkt in every:
             in_packets += 1
             in_bytes += pkt.caplen
-    with paclo.PcapWriter(args.output, linktype=linktype, nanosecond=True) as w, paclo.read(src, filter=bpf) as kept:
+    with paclo.read(src, filter=bpf) as kept, paclo.PcapWriter(args.output, linktype=linktype, nanosecond=True) as w:
         for pkt in kept:
             if min_caplen is not None and pkt.caplen < min_caplen:
                 continue

@@ -40,8 +40,8 @@ impl PacketFilter for KeepAll {
     }
 }
 
-/// Builds one filter per file (filters hold per-file state such as the link type).
-pub type FilterFactory<'a> = &'a (dyn Fn() -> Result<Box<dyn PacketFilter>> + Sync);
+/// Builds one filter per opened file (filters hold per-file state such as the link type).
+pub type FilterFactory<'a> = &'a (dyn Fn(&FileReader) -> Result<Box<dyn PacketFilter>> + Sync);
 
 /// Run `f` over every packet of `source` that passes `filter`.
 ///
@@ -109,7 +109,11 @@ fn open(path: &Path) -> Result<FileReader> {
 pub fn project_files(paths: &[PathBuf], filter: FilterFactory<'_>, batch_size: usize) -> Result<Batches> {
     let parts: Vec<Result<Batches>> = paths
         .par_iter()
-        .map(|p| project_source(&mut open(p)?, &mut *filter()?, batch_size))
+        .map(|p| {
+            let mut r = open(p)?;
+            let mut f = filter(&r)?;
+            project_source(&mut r, &mut *f, batch_size)
+        })
         .collect();
     let mut out = Vec::new();
     let mut warn = None;
@@ -133,7 +137,9 @@ pub fn flows_files(paths: &[PathBuf], filter: FilterFactory<'_>, opts: FlowOptio
     if opts.idle_timeout_ns.is_some() || opts.active_timeout_ns.is_some() || paths.len() < 2 {
         let mut table = FlowTable::new(opts);
         for p in paths {
-            let w = flows_source(&mut open(p)?, &mut *filter()?, &mut table)?;
+            let mut r = open(p)?;
+            let mut f = filter(&r)?;
+            let w = flows_source(&mut r, &mut *f, &mut table)?;
             warn = warn.or(w);
         }
         return Ok((table, warn));
@@ -142,7 +148,9 @@ pub fn flows_files(paths: &[PathBuf], filter: FilterFactory<'_>, opts: FlowOptio
         .par_iter()
         .map(|p| {
             let mut t = FlowTable::new(opts);
-            let w = flows_source(&mut open(p)?, &mut *filter()?, &mut t)?;
+            let mut r = open(p)?;
+            let mut f = filter(&r)?;
+            let w = flows_source(&mut r, &mut *f, &mut t)?;
             Ok((t, w))
         })
         .collect();

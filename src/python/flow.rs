@@ -22,6 +22,7 @@ use super::error::TruncatedCaptureWarning;
 use crate::decode::fastpath::{self, FlowFields};
 use crate::error::{Error, Result};
 use crate::flow::{self, columns, FlowKey, FlowOptions, FlowTable, KeepAll, PacketFilter, RawBatchBuilder};
+use crate::pcap::bpf::FileFilter;
 use crate::pcap::FileReader;
 use crate::source::{PacketSource, RawPacket};
 
@@ -61,18 +62,25 @@ pub fn flow_dict<'py>(py: Python<'py>, pkt: &RawPacket<'_>) -> PyResult<(Bound<'
     Ok((d, f.error.is_some()))
 }
 
-fn make_filter(expr: Option<&str>) -> Result<Box<dyn PacketFilter + Send>> {
-    check_filter(expr)?;
-    Ok(Box::new(KeepAll))
+/// A BPF program applied to one file, compiled for each link type it meets.
+struct Bpf(FileFilter);
+
+impl PacketFilter for Bpf {
+    #[inline]
+    fn keep(&mut self, pkt: &RawPacket<'_>) -> Result<bool> {
+        self.0.matches(pkt)
+    }
 }
 
-/// Fail before any packet is read when `filter` cannot be applied.
-fn check_filter(filter: Option<&str>) -> Result<()> {
-    match filter {
-        None => Ok(()),
-        Some(e) => Err(Error::InvalidArgument(format!(
-            "filter={e:?}: BPF filters on files are not available in this build"
-        ))),
+/// The filter for `reader`'s file: compiled now, so a bad expression fails before any
+/// packet is read.
+fn make_filter(expr: Option<&str>, reader: &FileReader) -> Result<Box<dyn PacketFilter + Send>> {
+    match expr {
+        None => Ok(Box::new(KeepAll)),
+        Some(e) => {
+            let linktype = reader.linktype().unwrap_or(fastpath::linktype::ETHERNET);
+            Ok(Box::new(Bpf(FileFilter::new(e, linktype, reader.snaplen().max(1))?)))
+        }
     }
 }
 
@@ -133,8 +141,8 @@ fn paths_opts(paths: Vec<PathBuf>) -> PyResult<Vec<PathBuf>> {
     Ok(paths)
 }
 
-fn factory(filter: Option<String>) -> impl Fn() -> Result<Box<dyn PacketFilter>> + Sync {
-    move || make_filter(filter.as_deref()).map(|f| f as Box<dyn PacketFilter>)
+fn factory(filter: Option<String>) -> impl Fn(&FileReader) -> Result<Box<dyn PacketFilter>> + Sync {
+    move |r| make_filter(filter.as_deref(), r).map(|f| f as Box<dyn PacketFilter>)
 }
 
 /// Project the packets of `paths` into an Arrow stream.
@@ -142,7 +150,6 @@ fn factory(filter: Option<String>) -> impl Fn() -> Result<Box<dyn PacketFilter>>
 #[pyo3(signature = (paths, *, filter = None, batch_size = 65536))]
 fn flow_project(py: Python<'_>, paths: Vec<PathBuf>, filter: Option<String>, batch_size: usize) -> PyResult<ArrowStream> {
     let paths = paths_opts(paths)?;
-    check_filter(filter.as_deref())?;
     let make = factory(filter);
     let (batches, warn) = py.detach(|| flow::project_files(&paths, &make, batch_size))?;
     warn_truncated(py, warn)?;
@@ -164,7 +171,6 @@ fn build_table(
     opts: FlowOptions,
 ) -> PyResult<FlowTable> {
     let paths = paths_opts(paths)?;
-    check_filter(filter.as_deref())?;
     let make = factory(filter);
     let (table, warn) = py.detach(|| flow::flows_files(&paths, &make, opts))?;
     warn_truncated(py, warn)?;
@@ -320,11 +326,12 @@ fn read_batches(path: PathBuf, batch_size: usize, filter: Option<String>) -> PyR
     if batch_size == 0 {
         return Err(PyValueError::new_err("batch_size must be a positive integer"));
     }
-    check_filter(filter.as_deref())?;
     let schema = columns::raw_schema();
+    let source = FileReader::open(path)?;
+    let filter = make_filter(filter.as_deref(), &source)?;
     let reader = RawReader {
-        source: FileReader::open(path)?,
-        filter: make_filter(filter.as_deref())?,
+        source,
+        filter,
         builder: RawBatchBuilder::new(batch_size),
         pending: None,
         done: false,
