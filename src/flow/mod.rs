@@ -50,8 +50,8 @@ pub type FilterFactory<'a> = &'a (dyn Fn(&FileReader) -> Result<Box<dyn PacketFi
 ///
 /// # Errors
 /// A read error other than truncation, or a filter error.
-pub fn for_each_packet(
-    source: &mut dyn PacketSource,
+pub fn for_each_packet<S: PacketSource + ?Sized>(
+    source: &mut S,
     filter: &mut dyn PacketFilter,
     mut f: impl FnMut(&RawPacket<'_>),
 ) -> Result<Option<Error>> {
@@ -76,7 +76,7 @@ pub type Batches = (Vec<RecordBatch>, Option<Error>);
 ///
 /// # Errors
 /// As [`for_each_packet`].
-pub fn project_source(source: &mut dyn PacketSource, filter: &mut dyn PacketFilter, batch_size: usize) -> Result<Batches> {
+pub fn project_source<S: PacketSource + ?Sized>(source: &mut S, filter: &mut dyn PacketFilter, batch_size: usize) -> Result<Batches> {
     let mut b = ProjectionBuilder::new(batch_size);
     let mut out = Vec::new();
     let warn = for_each_packet(source, filter, |p| {
@@ -93,7 +93,7 @@ pub fn project_source(source: &mut dyn PacketSource, filter: &mut dyn PacketFilt
 ///
 /// # Errors
 /// As [`for_each_packet`].
-pub fn flows_source(source: &mut dyn PacketSource, filter: &mut dyn PacketFilter, table: &mut FlowTable) -> Result<Option<Error>> {
+pub fn flows_source<S: PacketSource + ?Sized>(source: &mut S, filter: &mut dyn PacketFilter, table: &mut FlowTable) -> Result<Option<Error>> {
     for_each_packet(source, filter, |p| table.push(p))
 }
 
@@ -107,14 +107,15 @@ fn open(path: &Path) -> Result<FileReader> {
 /// # Errors
 /// The first file that fails to open or read, in file order.
 pub fn project_files(paths: &[PathBuf], filter: FilterFactory<'_>, batch_size: usize) -> Result<Batches> {
-    let parts: Vec<Result<Batches>> = paths
-        .par_iter()
-        .map(|p| {
-            let mut r = open(p)?;
-            let mut f = filter(&r)?;
-            project_source(&mut r, &mut *f, batch_size)
-        })
-        .collect();
+    let one = |p: &PathBuf| -> Result<Batches> {
+        let mut r = open(p)?;
+        let mut f = filter(&r)?;
+        project_source(&mut r, &mut *f, batch_size)
+    };
+    if let [p] = paths {
+        return one(p);
+    }
+    let parts: Vec<Result<Batches>> = paths.par_iter().map(one).collect();
     let mut out = Vec::new();
     let mut warn = None;
     for part in parts {

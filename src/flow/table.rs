@@ -13,7 +13,7 @@ use crate::source::RawPacket;
 
 /// What identifies a flow. Addresses are 16 bytes (IPv4-mapped for IPv4), so comparing
 /// keys compares addresses numerically.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct FlowKey {
     /// 4 or 6.
     pub ip_version: u8,
@@ -29,6 +29,74 @@ pub struct FlowKey {
     pub dst_port: Option<u16>,
     /// The outermost VLAN id, when the table keys on it.
     pub vlan_id: Option<u16>,
+}
+
+/// The map's key: a [`FlowKey`] packed into three words, so hashing and comparing cost
+/// three operations. Addresses are big-endian numbers, so the derived order is numeric.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Packed {
+    src: u128,
+    dst: u128,
+    /// version | protocol << 8 | src port (+ presence bit) << 16 | dst port << 33 | vlan << 50
+    meta: u64,
+}
+
+const PORT_PRESENT: u64 = 1 << 16;
+const VLAN_PRESENT: u64 = 1 << 12;
+
+impl Packed {
+    #[inline(always)]
+    fn new(f: &FlowFields, with_vlan: bool) -> Packed {
+        let ports = if f.has_ports {
+            (u64::from(f.src_port) | PORT_PRESENT) << 16 | (u64::from(f.dst_port) | PORT_PRESENT) << 33
+        } else {
+            0
+        };
+        let vlan = if with_vlan && f.has_vlan { (u64::from(f.vlan_id & 0x0FFF) | VLAN_PRESENT) << 50 } else { 0 };
+        Packed {
+            src: u128::from_be_bytes(f.src),
+            dst: u128::from_be_bytes(f.dst),
+            meta: u64::from(f.ip_version) | u64::from(f.protocol) << 8 | ports | vlan,
+        }
+    }
+
+    #[inline(always)]
+    fn src_port_bits(&self) -> u64 {
+        (self.meta >> 16) & 0x1_FFFF
+    }
+
+    #[inline(always)]
+    fn dst_port_bits(&self) -> u64 {
+        (self.meta >> 33) & 0x1_FFFF
+    }
+
+    /// The smaller endpoint first (a missing port sorts before every port), and whether
+    /// the packet ran from the canonical source.
+    #[inline(always)]
+    fn canonical(self) -> (Packed, bool) {
+        if (self.src, self.src_port_bits()) <= (self.dst, self.dst_port_bits()) {
+            (self, true)
+        } else {
+            let low = self.meta & 0xFFFF;
+            let high = self.meta & !((1 << 50) - 1);
+            let meta = low | high | self.dst_port_bits() << 16 | self.src_port_bits() << 33;
+            (Packed { src: self.dst, dst: self.src, meta }, false)
+        }
+    }
+
+    fn unpack(self) -> FlowKey {
+        let port = |bits: u64| (bits & PORT_PRESENT != 0).then_some(bits as u16);
+        let vlan = self.meta >> 50;
+        FlowKey {
+            ip_version: self.meta as u8,
+            protocol: (self.meta >> 8) as u8,
+            src: self.src.to_be_bytes(),
+            src_port: port(self.src_port_bits()),
+            dst: self.dst.to_be_bytes(),
+            dst_port: port(self.dst_port_bits()),
+            vlan_id: (vlan & VLAN_PRESENT != 0).then_some((vlan & 0x0FFF) as u16),
+        }
+    }
 }
 
 impl FlowKey {
@@ -165,14 +233,14 @@ impl FlowOptions {
     }
 }
 
-type Map = HashMap<FlowKey, FlowStats, foldhash::fast::FixedState>;
+type Map = HashMap<Packed, FlowStats, foldhash::fast::FixedState>;
 
 /// A flow table being filled.
 pub struct FlowTable {
     opts: FlowOptions,
     fields: FlowFields,
     map: Map,
-    expired: Vec<(FlowKey, FlowStats, Expiration)>,
+    expired: Vec<(Packed, FlowStats, Expiration)>,
     packets: u64,
     without_ip: u64,
     last_ts: i64,
@@ -213,10 +281,11 @@ impl FlowTable {
         self.packets += 1;
         self.last_ts = self.last_ts.max(pkt.ts_ns);
         fastpath::parse(pkt.linktype, pkt.data, &mut self.fields);
-        let Some(key) = FlowKey::from_fields(&self.fields, self.opts.key_vlan) else {
+        if self.fields.ip_version == 0 {
             self.without_ip += 1;
             return;
-        };
+        }
+        let key = Packed::new(&self.fields, self.opts.key_vlan);
         let (key, forward) = if self.opts.bidirectional { key.canonical() } else { (key, true) };
         let flags = self.fields.has_tcp_flags.then_some(self.fields.tcp_flags);
         let ts = pkt.ts_ns;
@@ -255,10 +324,11 @@ impl FlowTable {
     pub fn rows(self) -> Vec<(FlowKey, FlowStats, Expiration)> {
         let idle = self.opts.idle_timeout_ns;
         let end = self.last_ts;
-        let mut rows = self.expired;
+        let mut rows: Vec<(FlowKey, FlowStats, Expiration)> =
+            self.expired.into_iter().map(|(k, s, r)| (k.unpack(), s, r)).collect();
         rows.extend(self.map.into_iter().map(|(k, s)| {
             let r = if idle.is_some_and(|t| end - s.last_ts_ns >= t) { Expiration::Idle } else { Expiration::End };
-            (k, s, r)
+            (k.unpack(), s, r)
         }));
         rows.sort_unstable_by_key(|r| (r.1.first_ts_ns, r.0, r.2));
         rows
@@ -366,4 +436,39 @@ fn flow_batch(rows: &[(FlowKey, FlowStats, Expiration)], opts: FlowOptions, tota
     schema.metadata.insert("paclo.packets_without_ip".to_string(), without_ip.to_string());
     let schema: SchemaRef = Arc::new(schema);
     RecordBatch::try_new(schema, columns).expect("flow columns match their schema")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn packed_keys_round_trip_and_order_like_flow_keys(
+            v6 in any::<bool>(), proto in any::<u8>(), src in any::<[u8; 16]>(), dst in any::<[u8; 16]>(),
+            ports in proptest::option::of((any::<u16>(), any::<u16>())), vlan in proptest::option::of(0u16..4096),
+            same_addr in any::<bool>(),
+        ) {
+            let f = FlowFields {
+                ip_version: if v6 { 6 } else { 4 },
+                protocol: proto,
+                src,
+                dst: if same_addr { src } else { dst },
+                has_ports: ports.is_some(),
+                src_port: ports.map_or(0, |p| p.0),
+                dst_port: ports.map_or(0, |p| p.1),
+                has_vlan: vlan.is_some(),
+                vlan_id: vlan.unwrap_or(0),
+                ..FlowFields::default()
+            };
+            let key = FlowKey::from_fields(&f, true).unwrap();
+            let packed = Packed::new(&f, true);
+            prop_assert_eq!(packed.unpack(), key);
+            let (pc, pf) = packed.canonical();
+            let (kc, kf) = key.canonical();
+            prop_assert_eq!(pc.unpack(), kc);
+            prop_assert_eq!(pf, kf);
+        }
+    }
 }
