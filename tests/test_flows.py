@@ -274,3 +274,10 @@ def test_filter_and_reader_sources(mixed, tmp_path):
     everything = paclo.flow_topn(path, 1000, filter=None)
     assert {r["flow"]["proto"] for r in default} == {"udp", "tcp"}
     assert len(everything) > len(default)
+
+
+def test_reduce_decode_flow_sees_the_same_fields(mixed):
+    path, pkts = mixed
+    got = paclo.reduce(lambda acc, d: acc + [(d["protocol"], d["src_port"], d["dst_ip"])], [], path=path, decode="flow")
+    exp = [(r["protocol"], r["src_port"], r["dst_ip"]) for r in (ref_project(1, f) for _, f, _ in pkts)]
+    assert got == exp
