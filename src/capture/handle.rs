@@ -592,6 +592,26 @@ pub fn immediate_ring_slots(snaplen: u32, buffer_size: u32, mtu: Option<u32>) ->
     buffer_size as u64 / slot
 }
 
+/// Slots an immediate-mode ring should have at least; fewer draw a warning.
+pub const MIN_IMMEDIATE_SLOTS: u64 = 1024;
+/// Slots paclo aims for when it sizes an immediate-mode ring itself.
+pub const TARGET_IMMEDIATE_SLOTS: u64 = 4096;
+/// The largest ring paclo sizes by itself (64 MiB).
+pub const MAX_AUTO_BUFFER: u32 = 64 << 20;
+/// libpcap's own default ring (2 MiB), the smallest paclo sizes.
+pub const MIN_AUTO_BUFFER: u32 = 2 << 20;
+
+/// The buffer size for an immediate-mode capture and its estimated slot count: `buffer_size`
+/// when given, else enough for [`TARGET_IMMEDIATE_SLOTS`] slots within
+/// [`MIN_AUTO_BUFFER`]..=[`MAX_AUTO_BUFFER`].
+pub fn immediate_buffer_plan(snaplen: u32, buffer_size: Option<u32>, mtu: Option<u32>) -> (u32, u64) {
+    let size = buffer_size.unwrap_or_else(|| {
+        let per_slot = (16 << 20) / immediate_ring_slots(snaplen, 16 << 20, mtu).max(1);
+        (per_slot * TARGET_IMMEDIATE_SLOTS).clamp(MIN_AUTO_BUFFER as u64, MAX_AUTO_BUFFER as u64) as u32
+    });
+    (size, immediate_ring_slots(snaplen, size, mtu))
+}
+
 /// The MTU of `device` (Linux sysfs), `None` when unknown.
 pub fn device_mtu(device: &str) -> Option<u32> {
     if device.contains('/') || device.contains("..") {
@@ -615,6 +635,16 @@ mod tests {
         assert!((250..=256).contains(&slots), "{slots}");
         // Ethernet MTU caps the slot whatever the snaplen.
         assert!(immediate_ring_slots(65535, 16 << 20, Some(1500)) > 10_000);
+    }
+
+    #[test]
+    fn immediate_plan_sizes_within_bounds() {
+        let (size, slots) = immediate_buffer_plan(65535, None, Some(65536));
+        assert_eq!(size, MAX_AUTO_BUFFER);
+        assert!(slots < MIN_IMMEDIATE_SLOTS, "{slots}");
+        let (size, slots) = immediate_buffer_plan(2048, None, Some(65536));
+        assert!(size <= MAX_AUTO_BUFFER && slots >= TARGET_IMMEDIATE_SLOTS, "{size} {slots}");
+        assert_eq!(immediate_buffer_plan(1500, Some(1 << 20), None).0, 1 << 20);
     }
 
     #[test]
