@@ -17,7 +17,7 @@ from . import _paclo
 __all__ = ["Capture", "FanOut", "capture", "devices", "fan_out", "libpcap_version"]
 
 Capture = _paclo.Capture
-FanOut = getattr(_paclo, "FanOut", None)
+FanOut = _paclo.FanOut
 
 _INT_MAX = 2_147_483_647
 _MAX_SNAPLEN = 262_144
@@ -259,5 +259,38 @@ def libpcap_version() -> str:
     return _paclo.libpcap_version()
 
 
+_BRANCH_KEYS = ("mode", "cap")
+
+
 def fan_out(capture: Capture, branches: dict[str, dict[str, Any]]) -> FanOut:
-    raise NotImplementedError("paclo.fan_out")
+    """Distribute one fresh :class:`Capture` to several bounded branches.
+
+    ``branches`` maps a name to ``{"mode": "blocking" | "dropping", "cap": 1024}`` (``mode``
+    required, ``cap`` optional). Take each branch once with ``fo["name"]`` (or
+    ``fo.branch("name")``) and iterate it from one consumer. A blocking branch backpressures
+    every branch; a dropping branch discards what its consumer cannot keep up with. Closing
+    the fan-out (or the last branch) stops the capture. See docs/capture.md.
+    """
+    if not isinstance(capture, Capture):
+        raise TypeError(f"fan_out takes a paclo.Capture, not {capture!r}")
+    if not isinstance(branches, dict):
+        raise TypeError(f"branches must be a dict of name -> {{'mode': ..., 'cap': ...}}, not {branches!r}")
+    if len(branches) < 2:
+        raise ValueError("fan_out requires at least two branches")
+    specs = []
+    for name, cfg in branches.items():
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"fan_out branch names must be non-empty strings, not {name!r}")
+        if not isinstance(cfg, dict):
+            raise TypeError(f"fan_out branch {name!r} config must be a dict with 'mode' and optional 'cap', not {cfg!r}")
+        unknown = set(cfg) - set(_BRANCH_KEYS)
+        if unknown:
+            raise ValueError(
+                f"fan_out branch {name!r} has unknown keys {sorted(unknown)}; allowed keys: 'mode', 'cap'"
+            )
+        if "mode" not in cfg:
+            raise ValueError(f"fan_out branch {name!r} needs 'mode': 'blocking' or 'dropping'")
+        mode = _check_choice(f"branch {name!r} mode", cfg["mode"], ("blocking", "dropping"))
+        cap = _check_int(f"branch {name!r} cap", cfg.get("cap", 1024), 1, _INT_MAX)
+        specs.append((name, mode, cap))
+    return _paclo.start_fan_out(capture, specs)

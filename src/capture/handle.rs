@@ -604,10 +604,15 @@ pub const MIN_AUTO_BUFFER: u32 = 2 << 20;
 /// The buffer size for an immediate-mode capture and its estimated slot count: `buffer_size`
 /// when given, else enough for [`TARGET_IMMEDIATE_SLOTS`] slots within
 /// [`MIN_AUTO_BUFFER`]..=[`MAX_AUTO_BUFFER`].
-pub fn immediate_buffer_plan(snaplen: u32, buffer_size: Option<u32>, mtu: Option<u32>) -> (u32, u64) {
+pub fn immediate_buffer_plan(
+    snaplen: u32,
+    buffer_size: Option<u32>,
+    mtu: Option<u32>,
+) -> (u32, u64) {
     let size = buffer_size.unwrap_or_else(|| {
         let per_slot = (16 << 20) / immediate_ring_slots(snaplen, 16 << 20, mtu).max(1);
-        (per_slot * TARGET_IMMEDIATE_SLOTS).clamp(MIN_AUTO_BUFFER as u64, MAX_AUTO_BUFFER as u64) as u32
+        (per_slot * TARGET_IMMEDIATE_SLOTS).clamp(MIN_AUTO_BUFFER as u64, MAX_AUTO_BUFFER as u64)
+            as u32
     });
     (size, immediate_ring_slots(snaplen, size, mtu))
 }
@@ -643,7 +648,10 @@ mod tests {
         assert_eq!(size, MAX_AUTO_BUFFER);
         assert!(slots < MIN_IMMEDIATE_SLOTS, "{slots}");
         let (size, slots) = immediate_buffer_plan(2048, None, Some(65536));
-        assert!(size <= MAX_AUTO_BUFFER && slots >= TARGET_IMMEDIATE_SLOTS, "{size} {slots}");
+        assert!(
+            size <= MAX_AUTO_BUFFER && slots >= TARGET_IMMEDIATE_SLOTS,
+            "{size} {slots}"
+        );
         assert_eq!(immediate_buffer_plan(1500, Some(1 << 20), None).0, 1 << 20);
     }
 

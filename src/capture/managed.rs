@@ -673,6 +673,43 @@ impl ManagedCapture {
     }
 }
 
+/// A handle on a capture's queue for another consumer (a fan-out dispatcher); it keeps the
+/// queue alive but does not own the capture thread.
+#[derive(Clone)]
+pub struct QueueReader {
+    shared: Arc<Shared>,
+}
+
+impl QueueReader {
+    /// Take the next packet, waiting up to `timeout`; delivered packets count as processed.
+    pub fn pop(&self, timeout: Duration) -> Pop<OwnedPacket> {
+        let item = self.shared.queue.pop(timeout, None);
+        if let Pop::Item(_) = item {
+            self.shared.processed.fetch_add(1, Ordering::Relaxed);
+        }
+        item
+    }
+
+    /// The error that ended the capture, if any.
+    pub fn error(&self) -> Option<ErrorInfo> {
+        self.shared.status().error.clone()
+    }
+
+    /// Ask the capture to stop.
+    pub fn request_stop(&self, reason: StopReason) {
+        self.shared.request_stop(reason);
+    }
+}
+
+impl ManagedCapture {
+    /// A reader on this capture's queue.
+    pub fn reader(&self) -> QueueReader {
+        QueueReader {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
 impl Drop for ManagedCapture {
     fn drop(&mut self) {
         let _ = self.close(CLOSE_TIMEOUT);

@@ -1,10 +1,12 @@
 //! Live capture through libpcap: devices, the managed capture thread, queue policies,
-//! statistics.
+//! statistics and bounded fan-out.
 //!
 //! - [`handle`]: the libpcap FFI edge; non-blocking reads with bounded waits.
 //! - [`queue`]: the bounded queue (blocking or dropping) with exact counters.
 //! - [`managed`]: the capture thread, its lifecycle, stop reasons and statistics.
+//! - [`fanout`]: one source to several bounded branch queues.
 
+pub mod fanout;
 pub mod handle;
 pub mod managed;
 pub mod queue;

@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use pyo3::exceptions::PyRuntimeError;
@@ -15,10 +15,11 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 
 use super::common::{to_python, DecodeMode};
 use super::error::CaptureError;
+use crate::capture::fanout::{BranchConfig, FanOut as FanOutCore, SourceItem};
 use crate::capture::handle::{device_mtu, immediate_buffer_plan};
 use crate::capture::{
-    CaptureState, CaptureStats, Handle, Limits, LiveOptions, ManagedCapture, ManagedConfig, Next, OwnedPacket,
-    PcapCounters, Pop, QueueCounters, QueueMode, SourceInfo, StopClock, StopReason,
+    CaptureState, CaptureStats, Handle, Limits, LiveOptions, ManagedCapture, ManagedConfig, Next,
+    OwnedPacket, PcapCounters, Pop, QueueCounters, QueueMode, SourceInfo, StopClock, StopReason,
 };
 
 /// Longest wait on the queue (or libpcap) without checking for signals.
@@ -41,7 +42,10 @@ fn source_dict<'py>(py: Python<'py>, info: &SourceInfo) -> PyResult<Bound<'py, P
     Ok(d)
 }
 
-fn pcap_dict<'py>(py: Python<'py>, pcap: Option<PcapCounters>) -> PyResult<Option<Bound<'py, PyDict>>> {
+fn pcap_dict<'py>(
+    py: Python<'py>,
+    pcap: Option<PcapCounters>,
+) -> PyResult<Option<Bound<'py, PyDict>>> {
     let Some(p) = pcap else { return Ok(None) };
     let d = PyDict::new(py);
     d.set_item("received", p.received)?;
@@ -50,7 +54,12 @@ fn pcap_dict<'py>(py: Python<'py>, pcap: Option<PcapCounters>) -> PyResult<Optio
     Ok(Some(d))
 }
 
-fn queue_dict<'py>(py: Python<'py>, mode: &str, capacity: usize, q: &QueueCounters) -> PyResult<Bound<'py, PyDict>> {
+fn queue_dict<'py>(
+    py: Python<'py>,
+    mode: &str,
+    capacity: usize,
+    q: &QueueCounters,
+) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("mode", mode)?;
     d.set_item("capacity", capacity)?;
@@ -91,7 +100,10 @@ fn stats_dict<'py>(py: Python<'py>, s: &CaptureStats) -> PyResult<Bound<'py, PyD
     p.set_item("processed", s.processed)?;
     p.set_item("decode_errors", s.decode_errors)?;
     d.set_item("packets", p)?;
-    d.set_item("queue", queue_dict(py, s.queue_mode.as_str(), s.queue_capacity, &s.queue)?)?;
+    d.set_item(
+        "queue",
+        queue_dict(py, s.queue_mode.as_str(), s.queue_capacity, &s.queue)?,
+    )?;
     d.set_item("pcap", pcap_dict(py, s.pcap)?)?;
     d.set_item("stop_reason", s.stop_reason.map(|r| r.as_str()))?;
     match &s.error {
@@ -102,12 +114,20 @@ fn stats_dict<'py>(py: Python<'py>, s: &CaptureStats) -> PyResult<Bound<'py, PyD
 }
 
 fn error_class_name(py: Python<'_>, err: &PyErr) -> String {
-    err.get_type(py).name().map(|n| n.to_string()).unwrap_or_else(|_| "Exception".into())
+    err.get_type(py)
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "Exception".into())
 }
 
 /// Call a user callback; its exception goes to `on_error`, and `on_error`'s own to
 /// `sys.unraisablehook`.
-fn call_hook(py: Python<'_>, hook: &Option<Py<PyAny>>, arg: Bound<'_, PyAny>, on_error: &Option<Py<PyAny>>) {
+fn call_hook(
+    py: Python<'_>,
+    hook: &Option<Py<PyAny>>,
+    arg: Bound<'_, PyAny>,
+    on_error: &Option<Py<PyAny>>,
+) {
     let Some(f) = hook else { return };
     if let Err(e) = f.call1(py, (arg,)) {
         report_error(py, on_error, e);
@@ -132,7 +152,13 @@ fn live_options(
     buffer_size: Option<u32>,
     immediate: Option<bool>,
 ) -> LiveOptions {
-    LiveOptions { snaplen, promisc, timeout_ms, buffer_size, immediate }
+    LiveOptions {
+        snaplen,
+        promisc,
+        timeout_ms,
+        buffer_size,
+        immediate,
+    }
 }
 
 fn limits(limit: Option<u64>, duration: Option<f64>, idle_timeout: Option<f64>) -> Limits {
@@ -153,7 +179,11 @@ fn open_source(
     let mut handle = match (device, path) {
         (Some(dev), None) => py.detach(|| Handle::open_live(dev, opts))?,
         (None, Some(p)) => py.detach(|| Handle::open_file(&p))?,
-        _ => return Err(pyo3::exceptions::PyValueError::new_err("capture takes exactly one of device= or path=")),
+        _ => {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "capture takes exactly one of device= or path=",
+            ))
+        }
     };
     if let Some(f) = filter.filter(|f| !f.trim().is_empty()) {
         handle.set_filter(f)?;
@@ -196,7 +226,11 @@ impl Capture {
             call_hook(py, &self.on_queue_stats, q.into_any(), &self.on_error);
         }
         if let (Some(e), Some(_)) = (&s.error, &self.on_error) {
-            report_error(py, &self.on_error, CaptureError::new_err(format!("capture failed: {}", e.message)));
+            report_error(
+                py,
+                &self.on_error,
+                CaptureError::new_err(format!("capture failed: {}", e.message)),
+            );
         }
     }
 
@@ -207,7 +241,11 @@ impl Capture {
     }
 
     /// The end of iteration: wait for the thread, run hooks, raise a background error.
-    fn end<'py>(&self, py: Python<'py>, consumer: &mut Consumer) -> PyResult<Option<Bound<'py, PyAny>>> {
+    fn end<'py>(
+        &self,
+        py: Python<'py>,
+        consumer: &mut Consumer,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
         consumer.finished = true;
         consumer.recycle = None;
         py.detach(|| self.core.wait_done(CLOSE_TIMEOUT));
@@ -215,7 +253,10 @@ impl Capture {
         if self.raise_errors {
             if let Some(e) = self.core.error() {
                 if e.class == "CaptureError" {
-                    return Err(CaptureError::new_err(format!("capture failed: {}", e.message)));
+                    return Err(CaptureError::new_err(format!(
+                        "capture failed: {}",
+                        e.message
+                    )));
                 }
             }
         }
@@ -237,12 +278,16 @@ impl Capture {
                 "fan_out needs a capture without stop_when (stop_when runs in the single consumer)",
             ));
         }
-        let consumer = self
-            .consumer
-            .try_lock()
-            .map_err(|_| PyRuntimeError::new_err("the capture is being iterated; fan_out needs a fresh capture"))?;
-        if consumer.finished || consumer.recycle.is_some() || self.fanned_out.swap(true, Ordering::AcqRel) {
-            return Err(PyRuntimeError::new_err("the capture was already consumed; fan_out needs a fresh capture"));
+        let consumer = self.consumer.try_lock().map_err(|_| {
+            PyRuntimeError::new_err("the capture is being iterated; fan_out needs a fresh capture")
+        })?;
+        if consumer.finished
+            || consumer.recycle.is_some()
+            || self.fanned_out.swap(true, Ordering::AcqRel)
+        {
+            return Err(PyRuntimeError::new_err(
+                "the capture was already consumed; fan_out needs a fresh capture",
+            ));
         }
         self.core.set_decode_errors_unobserved();
         Ok(())
@@ -257,12 +302,15 @@ impl Capture {
 
     fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         if self.fanned_out.load(Ordering::Acquire) {
-            return Err(PyRuntimeError::new_err("this capture feeds a fan_out; iterate its branches instead"));
+            return Err(PyRuntimeError::new_err(
+                "this capture feeds a fan_out; iterate its branches instead",
+            ));
         }
-        let mut guard = self
-            .consumer
-            .try_lock()
-            .map_err(|_| PyRuntimeError::new_err("a capture has a single consumer; it is being iterated elsewhere"))?;
+        let mut guard = self.consumer.try_lock().map_err(|_| {
+            PyRuntimeError::new_err(
+                "a capture has a single consumer; it is being iterated elsewhere",
+            )
+        })?;
         let consumer = &mut *guard;
         if consumer.finished {
             return Ok(None);
@@ -288,7 +336,10 @@ impl Capture {
                             }
                             Ok(false) => {}
                             Err(e) => {
-                                self.core.fail(&error_class_name(py, &e), format!("stop_when raised: {e}"));
+                                self.core.fail(
+                                    &error_class_name(py, &e),
+                                    format!("stop_when raised: {e}"),
+                                );
                                 consumer.finished = true;
                                 py.detach(|| self.core.close(CLOSE_TIMEOUT)).ok();
                                 self.finalize(py);
@@ -348,7 +399,11 @@ impl Capture {
             SourceInfo::Device(d) => format!("device={d:?}"),
             SourceInfo::Path(p) => format!("path={:?}", p.display().to_string()),
         };
-        format!("<paclo.Capture {src} state={} captured={}>", s.state.as_str(), s.captured)
+        format!(
+            "<paclo.Capture {src} state={} captured={}>",
+            s.state.as_str(),
+            s.captured
+        )
     }
 }
 
@@ -406,7 +461,11 @@ fn open_capture(
         on_queue_stats,
         on_error,
         raise_errors: error_mode != "pass",
-        consumer: Mutex::new(Consumer { finished: false, matched: false, recycle: None }),
+        consumer: Mutex::new(Consumer {
+            finished: false,
+            matched: false,
+            recycle: None,
+        }),
         finalized: AtomicBool::new(false),
         fanned_out: AtomicBool::new(false),
     })
@@ -449,7 +508,10 @@ fn reduce_device<'py>(
     }
     let reduced_cls = py.import("paclo._io")?.getattr("Reduced")?;
     let started = Instant::now();
-    let started_at_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+    let started_at_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
     let mut clock = StopClock::new(limits(limit, duration, idle_timeout), started);
     let (mut processed, mut decode_errors) = (0u64, 0u64);
     let mut acc = init;
@@ -546,7 +608,10 @@ fn reduce_device<'py>(
     if let Some(p) = pcap_dict(py, pcap)? {
         call_hook(py, &on_stats, p.into_any(), &on_error);
     }
-    let failure = fatal.as_ref().or(capture_err.as_ref()).map(|e| (error_class_name(py, e), e.value(py).to_string()));
+    let failure = fatal
+        .as_ref()
+        .or(capture_err.as_ref())
+        .map(|e| (error_class_name(py, e), e.value(py).to_string()));
     if let Some(e) = &capture_err {
         if on_error.is_some() {
             report_error(py, &on_error, e.clone_ref(py));
@@ -565,7 +630,11 @@ fn reduce_device<'py>(
     }
     let d = PyDict::new(py);
     d.set_item("schema_version", 1)?;
-    let state = if failure.is_some() { CaptureState::Failed } else { CaptureState::Closed };
+    let state = if failure.is_some() {
+        CaptureState::Failed
+    } else {
+        CaptureState::Closed
+    };
     d.set_item("state", state.as_str())?;
     d.set_item("source", source_dict(py, &SourceInfo::Device(device))?)?;
     d.set_item("timing", timing_dict(py, started_at_ms, elapsed_ms)?)?;
@@ -622,6 +691,230 @@ fn immediate_plan(device: &str, snaplen: u32, buffer_size: Option<u32>) -> (u32,
     immediate_buffer_plan(snaplen, buffer_size, device_mtu(device))
 }
 
+/// Bounded fan-out of one managed capture to several branch iterators.
+#[pyclass(module = "paclo", name = "FanOut", frozen)]
+pub struct FanOut {
+    core: FanOutCore<Arc<OwnedPacket>>,
+    capture: Py<Capture>,
+    mode: DecodeMode,
+    acquired: Vec<AtomicBool>,
+}
+
+impl FanOut {
+    fn close_all(&self, py: Python<'_>) -> PyResult<()> {
+        let fan = py.detach(|| self.core.close(CLOSE_TIMEOUT));
+        let cap = self.capture.get().close_blocking(py);
+        fan?;
+        cap
+    }
+}
+
+fn fan_stats<'py>(
+    py: Python<'py>,
+    fan: &FanOutCore<Arc<OwnedPacket>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let s = fan.stats();
+    let d = PyDict::new(py);
+    d.set_item("schema_version", 1)?;
+    d.set_item("state", s.state)?;
+    d.set_item("timing", timing_dict(py, s.started_at_ms, s.elapsed_ms)?)?;
+    let src = PyDict::new(py);
+    src.set_item("received", s.received)?;
+    d.set_item("source", src)?;
+    let branches = PyDict::new(py);
+    for b in &s.branches {
+        let c = &b.counters;
+        let bd = PyDict::new(py);
+        bd.set_item("state", b.state.as_str())?;
+        bd.set_item("offered", c.offered)?;
+        bd.set_item("enqueued", c.enqueued)?;
+        bd.set_item("delivered", c.delivered)?;
+        bd.set_item("dropped", c.dropped)?;
+        bd.set_item("cancelled", c.cancelled)?;
+        bd.set_item("abandoned", c.abandoned)?;
+        let buf = PyDict::new(py);
+        buf.set_item("mode", b.mode.as_str())?;
+        buf.set_item("capacity", b.capacity)?;
+        buf.set_item("depth", c.depth)?;
+        buf.set_item("max_depth", c.max_depth)?;
+        buf.set_item("blocked_events", c.blocked_events)?;
+        buf.set_item("blocked_ns", c.blocked_ns)?;
+        bd.set_item("buffer", buf)?;
+        bd.set_item("stop_reason", b.stop_reason)?;
+        match &b.error {
+            Some(e) => bd.set_item("error", error_dict(py, &e.class, &e.message)?)?,
+            None => bd.set_item("error", py.None())?,
+        }
+        branches.set_item(&b.name, bd)?;
+    }
+    d.set_item("branches", branches)?;
+    d.set_item("stop_reason", s.stop_reason.map(|r| r.as_str()))?;
+    match &s.error {
+        Some(e) => d.set_item("error", error_dict(py, &e.class, &e.message)?)?,
+        None => d.set_item("error", py.None())?,
+    }
+    d.set_item("cancel_error", py.None())?;
+    Ok(d)
+}
+
+#[pymethods]
+impl FanOut {
+    /// The iterator of branch `name` (each branch may be acquired once).
+    fn branch(slf: &Bound<'_, Self>, name: &str) -> PyResult<FanOutBranch> {
+        let this = slf.get();
+        let Some(idx) = this.core.branch_index(name) else {
+            return Err(pyo3::exceptions::PyKeyError::new_err(format!(
+                "unknown fan_out branch {name:?}; branches: {}",
+                this.core.branch_names().join(", ")
+            )));
+        };
+        if this.acquired[idx].swap(true, Ordering::AcqRel) {
+            return Err(PyRuntimeError::new_err(format!(
+                "fan_out branch {name:?} may only be acquired once"
+            )));
+        }
+        Ok(FanOutBranch {
+            fanout: slf.clone().unbind(),
+            idx,
+            consumer: Mutex::new(false),
+        })
+    }
+
+    fn __getitem__(slf: &Bound<'_, Self>, name: &str) -> PyResult<FanOutBranch> {
+        Self::branch(slf, name)
+    }
+
+    /// Branch names in the order given.
+    #[getter]
+    fn names(&self) -> Vec<String> {
+        self.core.branch_names()
+    }
+
+    /// Fan-out statistics (schema version 1).
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        fan_stats(py, &self.core)
+    }
+
+    /// Stop the dispatcher, abandon every branch queue, close the capture.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        self.close_all(py)
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        self.close_all(py)?;
+        Ok(false)
+    }
+}
+
+/// One branch of a fan-out: an iterator for one consumer.
+#[pyclass(module = "paclo", name = "FanOutBranch", frozen)]
+pub struct FanOutBranch {
+    fanout: Py<FanOut>,
+    idx: usize,
+    consumer: Mutex<bool>,
+}
+
+#[pymethods]
+impl FanOutBranch {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let fan = self.fanout.get();
+        let mut finished = self.consumer.try_lock().map_err(|_| {
+            PyRuntimeError::new_err(
+                "a fan_out branch has a single consumer; it is being iterated elsewhere",
+            )
+        })?;
+        if *finished {
+            return Ok(None);
+        }
+        loop {
+            match py.detach(|| fan.core.pop(self.idx, POP_SLICE)) {
+                Pop::Item(pkt) => return Ok(Some(to_python(py, fan.mode, &pkt.as_raw())?.0)),
+                Pop::Empty => {
+                    if let Err(e) = py.check_signals() {
+                        *finished = true;
+                        let _ = fan.close_all(py);
+                        return Err(e);
+                    }
+                }
+                Pop::Finished => {
+                    *finished = true;
+                    if let Some(e) = fan.core.branch_error(self.idx) {
+                        return Err(CaptureError::new_err(format!(
+                            "stream source failed: {}",
+                            e.message
+                        )));
+                    }
+                    return Ok(None);
+                }
+            }
+        }
+    }
+
+    /// Close this branch (the others continue); its queued packets are abandoned.
+    fn close(&self) {
+        self.fanout.get().core.close_branch(self.idx);
+    }
+
+    /// The branch name.
+    #[getter]
+    fn name(&self) -> String {
+        self.fanout.get().core.branch_names()[self.idx].clone()
+    }
+}
+
+/// Start a fan-out over a fresh managed capture. Branches are validated by the wrapper.
+#[pyfunction]
+fn start_fan_out(
+    capture: Bound<'_, Capture>,
+    branches: Vec<(String, String, usize)>,
+) -> PyResult<FanOut> {
+    let cap = capture.get();
+    let configs = branches
+        .into_iter()
+        .map(|(name, mode, capacity)| {
+            Ok(BranchConfig {
+                name,
+                mode: QueueMode::parse("mode", &mode)?,
+                capacity,
+            })
+        })
+        .collect::<crate::Result<Vec<_>>>()?;
+    if configs.len() < 2 {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "fan_out requires at least two branches",
+        ));
+    }
+    cap.take_for_fanout()?;
+    let reader = cap.core().reader();
+    let stopper = reader.clone();
+    let source = Box::new(move |timeout: Duration| match reader.pop(timeout) {
+        Pop::Item(p) => SourceItem::Item(Arc::new(p)),
+        Pop::Empty => SourceItem::Empty,
+        Pop::Finished => match reader.error() {
+            Some(e) if e.class == "CaptureError" => SourceItem::Failed(e.message),
+            _ => SourceItem::End,
+        },
+    });
+    let cancel = Box::new(move || stopper.request_stop(StopReason::Consumer));
+    let n = configs.len();
+    let core = FanOutCore::start(source, cancel, configs)?;
+    Ok(FanOut {
+        core,
+        mode: cap.mode(),
+        capture: capture.unbind(),
+        acquired: (0..n).map(|_| AtomicBool::new(false)).collect(),
+    })
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Capture>()?;
     m.add_function(wrap_pyfunction!(open_capture, m)?)?;
@@ -629,5 +922,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(devices, m)?)?;
     m.add_function(wrap_pyfunction!(libpcap_version, m)?)?;
     m.add_function(wrap_pyfunction!(immediate_plan, m)?)?;
+    m.add_class::<FanOut>()?;
+    m.add_class::<FanOutBranch>()?;
+    m.add_function(wrap_pyfunction!(start_fan_out, m)?)?;
     Ok(())
 }
