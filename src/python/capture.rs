@@ -321,7 +321,12 @@ impl Capture {
         }
         loop {
             let recycle = consumer.recycle.take();
-            match py.detach(|| self.core.pop(POP_SLICE, recycle)) {
+            // A packet already queued is taken without releasing the GIL; only a wait releases it.
+            let popped = match self.core.pop(Duration::ZERO, recycle) {
+                Pop::Empty => py.detach(|| self.core.pop(POP_SLICE, None)),
+                other => other,
+            };
+            match popped {
                 Pop::Item(pkt) => {
                     let converted = to_python(py, self.mode, &pkt.as_raw());
                     consumer.recycle = Some(pkt);
@@ -836,7 +841,11 @@ impl FanOutBranch {
             return Ok(None);
         }
         loop {
-            match py.detach(|| fan.core.pop(self.idx, POP_SLICE)) {
+            let popped = match fan.core.pop(self.idx, Duration::ZERO) {
+                Pop::Empty => py.detach(|| fan.core.pop(self.idx, POP_SLICE)),
+                other => other,
+            };
+            match popped {
                 Pop::Item(pkt) => return Ok(Some(to_python(py, fan.mode, &pkt.as_raw())?.0)),
                 Pop::Empty => {
                     if let Err(e) = py.check_signals() {
