@@ -434,3 +434,25 @@ def test_stats_readable_after_close_and_frozen():
         a = cap.stats()
         time.sleep(0.05)
         assert cap.stats() == a
+
+
+def test_devices_and_libpcap_version():
+    devs = paclo.devices()
+    lo = next(d for d in devs if d["name"] == LO)
+    assert set(lo) == {"name", "description", "addresses", "flags"}
+    assert "loopback" in lo["flags"] and "up" in lo["flags"]
+    assert any(a["addr"] == "127.0.0.1" and a["netmask"] == "255.0.0.0" for a in lo["addresses"])
+    assert paclo.libpcap_version().startswith("libpcap version")
+
+
+def test_hook_errors_go_to_on_error():
+    errors = []
+
+    def bad_queue_hook(q):
+        raise ValueError("hook failed")
+
+    with Receiver() as rx:
+        cap = paclo.capture(LO, filter=rx.filter, idle_timeout=0.1, on_queue_stats=bad_queue_hook, on_error=errors.append)
+        assert list(cap) == []
+    assert len(errors) == 1 and isinstance(errors[0], ValueError) and "hook failed" in str(errors[0])
+    assert cap.state == "closed" and cap.stats()["error"] is None

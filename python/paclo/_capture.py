@@ -10,7 +10,7 @@ import math
 import os
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from . import _paclo
 
@@ -130,9 +130,9 @@ def capture(
     timeout_ms: int = 10,
     buffer_size: int | None = None,
     immediate: bool | None = None,
-    decode: str | None = None,
+    decode: Literal["full", "flow"] | None = None,
     queue_cap: int = 1024,
-    queue_mode: str = "blocking",
+    queue_mode: Literal["blocking", "dropping"] = "blocking",
     limit: int | None = None,
     duration: float | None = None,
     idle_timeout: float | None = None,
@@ -141,7 +141,7 @@ def capture(
     on_stats: Callable[[dict[str, Any]], Any] | None = None,
     on_queue_stats: Callable[[dict[str, Any]], Any] | None = None,
     on_error: Callable[[BaseException], Any] | None = None,
-    error_mode: str = "raise",
+    error_mode: Literal["raise", "pass"] = "raise",
 ) -> Capture:
     """Start a managed capture on a live ``device`` (or over a capture file at ``path``).
 
@@ -195,7 +195,7 @@ def reduce_device(
     init: Any,
     *,
     device: str,
-    decode: str | None = None,
+    decode: Literal["full", "flow"] | None = None,
     filter: str | None = None,
     limit: int | None = None,
     report: bool = False,
@@ -210,7 +210,7 @@ def reduce_device(
     on_ready: Callable[[], Any] | None = None,
     on_stats: Callable[[dict[str, Any]], Any] | None = None,
     on_error: Callable[[BaseException], Any] | None = None,
-    error_mode: str = "raise",
+    error_mode: Literal["raise", "pass"] = "raise",
 ) -> Any:
     """Reduce the packets of a live device synchronously: no queue, no thread.
 
