@@ -4,7 +4,8 @@
 //! `offered = enqueued + dropped + cancelled` and `enqueued = delivered + abandoned + depth`,
 //! and `depth`/`max_depth` are exact even while producer and consumer run. Condition
 //! variables are signalled only when someone waits (and a blocked producer only once the
-//! queue is half empty), so an uncontended push or pop is one lock and no system call. A pool of returned items lets a producer reuse buffers.
+//! queue is half empty), so an uncontended push or pop is one lock and no system call. A
+//! pool of returned items lets a producer reuse buffers.
 
 use std::collections::VecDeque;
 use std::sync::{Condvar, Mutex, MutexGuard};
@@ -207,7 +208,7 @@ impl<T> BoundedQueue<T> {
                 st.pool.push(r);
             }
         }
-        let deadline = Instant::now() + timeout;
+        let mut deadline: Option<Instant> = None;
         loop {
             if let Some(item) = st.items.pop_front() {
                 st.counters.delivered += 1;
@@ -222,7 +223,11 @@ impl<T> BoundedQueue<T> {
             if st.producer_done {
                 return Pop::Finished;
             }
+            if timeout.is_zero() {
+                return Pop::Empty;
+            }
             let now = Instant::now();
+            let deadline = *deadline.get_or_insert(now + timeout);
             if now >= deadline {
                 return Pop::Empty;
             }
