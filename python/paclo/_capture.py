@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from . import _paclo
+from .bpf import normalize_filter
 
 __all__ = ["Capture", "FanOut", "capture", "devices", "fan_out", "libpcap_version"]
 
@@ -70,11 +71,8 @@ def _check_choice(name: str, value: Any, choices: tuple[Any, ...]) -> Any:
 
 
 def _check_filter(value: Any) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise TypeError(f"filter must be None or a BPF string (see paclo.bpf), not {value!r}")
-    return value if value.strip() else None
+    # The same forms as paclo.read: a BPF string (blank = none), a DSL form, or None.
+    return normalize_filter(value)
 
 
 def _check_device(value: Any) -> str:
