@@ -186,3 +186,21 @@ def test_read_error_mid_capture_is_an_error_not_eof():
     assert "PASS-MODE: failed error 1 CaptureError" in text, text
     assert "REDUCE-RAISE: libpcap read error" in text, text
     assert "REDUCE-PASS: 42 failed error" in text, text
+
+
+def test_public_reduce_on_a_device_with_a_dsl_filter():
+    n = 30
+    with Receiver() as rx:
+        senders = []
+        acc, stats = paclo.reduce(
+            lambda a, p: a + len(udp_payload(p)),
+            0,
+            device=LO,
+            filter=("and", "udp", ("dst-port", rx.port)),
+            idle_timeout=0.4,
+            on_ready=lambda: senders.append(send_async(rx.port, n)[0]),
+            report=True,
+        )
+        senders[0].join(10)
+    assert acc == 16 * n
+    assert stats["packets"]["processed"] == n and stats["stop_reason"] == "idle_timeout"
