@@ -65,7 +65,7 @@ extern "C" {
         errbuf: *mut c_char,
     ) -> *mut PcapT;
     fn pcap_close(p: *mut PcapT);
-    fn pcap_geterr(p: *mut PcapT) -> *const c_char;
+    fn pcap_geterr(p: *mut PcapT) -> *mut c_char;
     fn pcap_statustostr(status: c_int) -> *const c_char;
     fn pcap_lookupnet(
         device: *const c_char,
