@@ -1,0 +1,276 @@
+"""The offline runner: datasets, one worker process per case x scenario, checks, results.json."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from . import config, environment, metrics
+from .cli import Options
+
+SCHEMA_VERSION = 2
+
+
+class RunFailed(RuntimeError):
+    """The benchmark could not complete: a worker failed or a result failed its checks."""
+
+
+def _datasets_module():
+    try:
+        from . import datasets
+    except ImportError as exc:
+        raise RunFailed(
+            f"the dataset generator paclo.perf.datasets is not available in this build ({exc})"
+        ) from None
+    return datasets
+
+
+def prepare_dataset(datasets, path: Path, case: str, count: int, log) -> None:
+    """Generate `path` unless it exists with exactly the expected classic-pcap size."""
+    expected = datasets.expected_file_size(case, count)
+    if path.exists() and path.stat().st_size == expected:
+        return
+    log(f"[perf] preparing {path}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    datasets.generate(case, count, str(path))
+    actual = path.stat().st_size
+    if actual != expected:
+        raise RunFailed(f"generated dataset {path} has {actual} bytes, expected {expected}")
+
+
+class Console:
+    """Progress on a TTY (stderr), silent otherwise; the final table always goes to stdout."""
+
+    def __init__(self, stream=None):
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self._width = 0
+
+    def log(self, line: str) -> None:
+        self.clear()
+        print(line, file=self.stream, flush=True)
+
+    def progress(self, text: str) -> None:
+        if not self.tty:
+            return
+        pad = max(0, self._width - len(text))
+        self.stream.write("\r" + text + " " * pad)
+        self.stream.flush()
+        self._width = len(text)
+
+    def clear(self) -> None:
+        if self.tty and self._width:
+            self.stream.write("\r" + " " * self._width + "\r")
+            self.stream.flush()
+            self._width = 0
+
+
+def worker_command(scenario: str, path: str, count: int, warmups: int, runs: int, binary: str | None) -> list[str]:
+    cmd = [
+        sys.executable, "-m", "paclo.perf.worker",
+        "--scenario", scenario, "--path", path, "--count", str(count),
+        "--warmups", str(warmups), "--runs", str(runs),
+    ]
+    if binary:
+        cmd += ["--binary", binary]
+    return cmd
+
+
+def run_worker(cmd: list[str], label: str, on_progress) -> dict:
+    """Run one worker process; return its JSON object or raise RunFailed with its stderr."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    err_lines: list[str] = []
+
+    def pump() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            err_lines.append(line)
+            if line.startswith("[worker] "):
+                on_progress(line[len("[worker] "):].strip())
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    assert proc.stdout is not None
+    out = proc.stdout.read()
+    code = proc.wait()
+    reader.join()
+    stderr = "".join(line for line in err_lines if not line.startswith("[worker] ") or "failed" in line)
+    if code != 0:
+        raise RunFailed(
+            f"performance worker failed: {label} (exit {code})\n"
+            f"command: {' '.join(cmd)}\nstderr:\n{stderr.strip() or '(empty)'}"
+        )
+    try:
+        result = json.loads(out)
+    except json.JSONDecodeError as exc:
+        raise RunFailed(
+            f"performance worker returned invalid JSON: {label} ({exc})\n"
+            f"stdout: {out[:500]!r}\nstderr:\n{stderr.strip() or '(empty)'}"
+        ) from None
+    if not isinstance(result, dict) or not isinstance(result.get("runs"), list) or not result["runs"]:
+        raise RunFailed(f"performance worker returned invalid JSON: {label} (no runs)")
+    return result
+
+
+def consistency_failures(run: dict, packets: int, nbytes: int) -> list[str]:
+    """The fields of one run that contradict the dataset (empty when consistent)."""
+    failures = []
+    if run.get("packets") != packets:
+        failures.append(f"packets {run.get('packets')} != {packets}")
+    if run.get("bytes") != nbytes:
+        failures.append(f"bytes {run.get('bytes')} != {nbytes}")
+    if run.get("decode_errors") != 0:
+        failures.append(f"decode_errors {run.get('decode_errors')} != 0")
+    return failures
+
+
+def _fmt(value, digits: int = 0) -> str:
+    if value is None:
+        return "-"
+    if digits:
+        return f"{value:,.{digits}f}"
+    return f"{value:,.0f}"
+
+
+def table(results: list[dict]) -> str:
+    """The summary table: median packets/s, ns/packet and allocation per packet."""
+    header = ("case", "scenario", "packets/s", "ns/packet", "native B/pkt", "native allocs/pkt", "Python B/pkt")
+    rows = [header]
+    for r in results:
+        s = r["summary"]
+
+        def med(name: str):
+            return s.get(name, {}).get("median")
+
+        rows.append((
+            r["case"],
+            r["scenario"] + (" *" if r.get("note") and "only the first" in r["note"] else ""),
+            _fmt(med("packets_per_sec")),
+            _fmt(med("ns_per_packet"), 1),
+            _fmt(med("native_allocated_bytes_per_packet"), 2),
+            _fmt(med("native_allocations_per_packet"), 4),
+            _fmt(med("python_allocated_bytes_per_packet"), 2),
+        ))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = []
+    for i, row in enumerate(rows):
+        cells = [row[0].ljust(widths[0]), row[1].ljust(widths[1])]
+        cells += [c.rjust(w) for c, w in zip(row[2:], widths[2:])]
+        lines.append("  ".join(cells))
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    if any(r.get("note") and "only the first" in r["note"] for r in results):
+        lines.append(f"* reads only the first {config.SCAPY_MAX_PACKETS:,} packets of each dataset")
+    return "\n".join(lines)
+
+
+def write_results(path: Path, document: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    with open(tmp, "w") as f:
+        json.dump(document, f, indent=2, allow_nan=False)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def run(opts: Options, *, datasets=None, worker_cmd=None, console: Console | None = None,
+        out=None) -> dict:
+    """Run the offline benchmark and write `<output>/results.json`; return the document.
+
+    `datasets` replaces the paclo.perf.datasets module and `worker_cmd` the worker command
+    builder (both for tests).
+    """
+    console = console or Console()
+    out = out if out is not None else sys.stdout
+    datasets = datasets or _datasets_module()
+    worker_cmd = worker_cmd or worker_command
+    profile = config.PROFILES[opts.profile]
+    count = opts.packets if opts.packets is not None else profile.packets
+    scenarios = opts.offline_scenarios()
+    output = Path(opts.output)
+    env = environment.collect(["python", "-m", "paclo.perf", *opts.argv])
+
+    binary = None
+    if "peer-c-pcap-next-ex" in scenarios:
+        from . import peers
+
+        try:
+            binary = peers.compile_c_peer(output)
+        except peers.PeerUnavailable as exc:
+            raise RunFailed(str(exc)) from None
+
+    from . import peers as peer_mod
+
+    results = []
+    total = len(config.CASES) * len(scenarios)
+    step = 0
+    for case in config.CASES:
+        path = output / "datasets" / config.dataset_name(opts.profile, case, opts.packets)
+        prepare_dataset(datasets, path, case, count, console.log)
+        for scenario in scenarios:
+            step += 1
+            label = f"{case} {scenario}"
+            n = config.scenario_count(scenario, count)
+            expected_bytes = datasets.expected_bytes(case, n)
+            prefix = f"[perf] [{step}/{total}] offline {label}"
+            console.progress(prefix)
+            cmd = worker_cmd(scenario, str(path), n, opts.warmups, opts.runs, binary)
+            doc = run_worker(cmd, label, lambda text, p=prefix: console.progress(f"{p}: {text}"))
+            runs = doc["runs"]
+            failures = []
+            for i, r in enumerate(runs, 1):
+                bad = consistency_failures(r, n, expected_bytes)
+                if bad:
+                    failures.append(f"{label} run {i}: " + ", ".join(bad))
+            if failures:
+                console.clear()
+                raise RunFailed(
+                    "offline benchmark result failed consistency checks (dataset "
+                    f"{path}): " + "; ".join(failures)
+                )
+            result = {
+                "mode": "offline",
+                "case": case,
+                "scenario": scenario,
+                "path": str(path),
+                "packets": n,
+                "expected_bytes": expected_bytes,
+                "warmups": opts.warmups,
+                "environment": env,
+                "runs": runs,
+                "summary": metrics.summarize(runs),
+            }
+            if scenario.startswith("peer-"):
+                note = peer_mod.NOTES[scenario]
+                if "{n}" in note:
+                    note = note.format(n=f"{n:,}") if n < count else note.split("; reads only")[0]
+                result["note"] = note
+            results.append(result)
+    console.clear()
+    document = {
+        "schema_version": SCHEMA_VERSION,
+        "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat().replace("+00:00", "Z"),
+        "profile": opts.profile,
+        "config": {
+            "packets": count,
+            "packets_override": opts.packets is not None,
+            "warmups": opts.warmups,
+            "runs": opts.runs,
+            "scenarios": scenarios,
+            "cases": list(config.CASES),
+            "output": str(output),
+        },
+        "offline": results,
+        "live": None,
+        "max_sustainable_by_scenario": None,
+    }
+    results_path = output / "results.json"
+    write_results(results_path, document)
+    print(table(results), file=out)
+    print(f"[perf] wrote {results_path}", file=out, flush=True)
+    return document
