@@ -223,3 +223,41 @@ def test_scapy_reads_a_prefix_of_large_datasets_and_says_so(tmp_path, monkeypatc
         assert result["runs"][0]["bytes"] == expected_bytes(result["case"], 500)
         assert "reads only the first 500 packets" in result["note"]
     assert "* reads only the first 500 packets" in out
+
+
+def test_python_allocation_pass_counts_bytes_per_packet():
+    import itertools
+
+    def build(probe):
+        def run():
+            n = 0
+            for item in probe.iter(bytes(1000) for _ in itertools.repeat(None, 200)):
+                n += len(item)
+            return {"packets": 200, "bytes": n}
+
+        return run
+
+    total = metrics.python_allocation_pass(build)
+    # a 1000-byte bytes object is 1033 bytes in CPython; each is freed before the next one
+    assert 1000 * 200 <= total <= 1100 * 200
+
+
+def test_python_allocation_pass_counts_reducer_steps():
+    import itertools
+
+    def build(probe):
+        def step(acc, item):
+            acc.append(bytes(500))
+            return acc
+
+        def run():
+            acc = []
+            fn = probe.fn(step)
+            for item in itertools.repeat(None, 100):
+                acc = fn(acc, item)
+            return {"packets": len(acc), "bytes": 0}
+
+        return run
+
+    total = metrics.python_allocation_pass(build)
+    assert 500 * 100 <= total <= 700 * 100

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import itertools
 import os
 import resource
 import sys
@@ -149,17 +150,91 @@ def measure(fn: Callable[[], dict], native_counts: Callable[[], tuple[int, int]]
     return run
 
 
-def python_allocation_pass(fn: Callable[[], dict]) -> int:
-    """Bytes of Python heap held at the high-water mark of one untimed run of `fn` (tracemalloc)."""
-    import tracemalloc
+class AllocationProbe:
+    """Per-packet Python allocation through tracemalloc, for the untimed pass.
 
-    gc.collect()
-    tracemalloc.start()
-    try:
-        start, _ = tracemalloc.get_traced_memory()
-        tracemalloc.reset_peak()
-        fn()
+    `tick()` runs once per packet (through `iter` around a packet iterator, or `fn` around a
+    reducer step). Each tick adds the growth of the traced heap's peak over the heap size at
+    the previous tick, then resets the peak: the bytes a packet needed at once. Memory freed
+    and reused inside one packet counts once, so this is a lower bound of the churn. The
+    tick's own cost is calibrated away.
+    """
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.ticks = 0
+        self._prev = 0
+        self._bias = 0.0
+
+    def tick(self) -> None:
+        import tracemalloc
+
+        # Everything the tick allocates or frees happens before reset_peak (locals are deleted
+        # first), so the next interval starts from the heap size stored in `_prev`.
         _, peak = tracemalloc.get_traced_memory()
-    finally:
+        self.total += peak - self._prev
+        self.ticks += 1
+        del _, peak
+        self._prev = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+
+    def iter(self, iterable):
+        # tick before fetching each item, so a packet's interval spans its creation and use
+        tick = self.tick
+        it = iter(iterable)
+        while True:
+            tick()
+            try:
+                item = next(it)
+            except StopIteration:
+                return
+            yield item
+            del item
+
+    def fn(self, step):
+        tick = self.tick
+
+        def wrapped(acc, item):
+            tick()
+            return step(acc, item)
+
+        return wrapped
+
+    def start(self) -> None:
+        import tracemalloc
+
+        tracemalloc.start()
+        # calibrate: the cost of a tick on its own (repeat() allocates no loop counter)
+        for _ in itertools.repeat(None, 1000):
+            self.tick()
+        self._bias = self.total / self.ticks
+        self.total = 0
+        self.ticks = 0
+        tracemalloc.reset_peak()
+        self._prev, _ = tracemalloc.get_traced_memory()
+        self._start = self._prev
+
+    def stop(self) -> int:
+        """Stop tracing; return the bytes attributed to the pass."""
+        import tracemalloc
+
+        _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
-    return max(0, peak - start)
+        if self.ticks == 0:
+            # no per-packet hook: the pass's heap high-water mark
+            return max(0, peak - self._start)
+        self.total += max(0, peak - self._prev)
+        return max(0, round(self.total - self._bias * self.ticks))
+
+
+def python_allocation_pass(build: Callable[[AllocationProbe], Callable[[], dict]]) -> int:
+    """Bytes of Python heap allocated by one untimed, probed run of a scenario (see AllocationProbe)."""
+    probe = AllocationProbe()
+    fn = build(probe)
+    gc.collect()
+    probe.start()
+    try:
+        fn()
+    finally:
+        total = probe.stop()
+    return total

@@ -21,6 +21,10 @@ from pathlib import Path
 C_SOURCE = Path(__file__).with_name("pcap_next_ex_loop.c")
 
 
+def _iter(iterable, probe):
+    return iterable if probe is None else probe.iter(iterable)
+
+
 class PeerUnavailable(RuntimeError):
     """A peer tool cannot run on this machine (missing module or compiler)."""
 
@@ -65,13 +69,13 @@ def c_pcap_next_ex(binary: str, path: str, count: int) -> Callable[[], dict]:
     return run
 
 
-def dpkt_raw(path: str, count: int) -> Callable[[], dict]:
+def dpkt_raw(path: str, count: int, probe=None) -> Callable[[], dict]:
     import dpkt
 
     def run() -> dict:
         n = nbytes = 0
         with open(path, "rb") as f:
-            for _ts, buf in dpkt.pcap.Reader(f):
+            for _ts, buf in _iter(dpkt.pcap.Reader(f), probe):
                 n += 1
                 nbytes += len(buf)
         return {"packets": n, "bytes": nbytes, "decode_errors": 0}
@@ -79,14 +83,14 @@ def dpkt_raw(path: str, count: int) -> Callable[[], dict]:
     return run
 
 
-def dpkt_5tuple(path: str, count: int) -> Callable[[], dict]:
+def dpkt_5tuple(path: str, count: int, probe=None) -> Callable[[], dict]:
     import dpkt
 
     def run() -> dict:
         n = nbytes = errors = 0
         flows: dict = {}
         with open(path, "rb") as f:
-            for _ts, buf in dpkt.pcap.Reader(f):
+            for _ts, buf in _iter(dpkt.pcap.Reader(f), probe):
                 n += 1
                 nbytes += len(buf)
                 try:
@@ -108,13 +112,13 @@ def dpkt_5tuple(path: str, count: int) -> Callable[[], dict]:
     return run
 
 
-def scapy_raw(path: str, count: int) -> Callable[[], dict]:
+def scapy_raw(path: str, count: int, probe=None) -> Callable[[], dict]:
     from scapy.utils import RawPcapReader
 
     def run() -> dict:
         n = nbytes = 0
         with RawPcapReader(path) as reader:
-            for data, _meta in reader:
+            for data, _meta in _iter(reader, probe):
                 n += 1
                 nbytes += len(data)
                 if n >= count:
@@ -124,7 +128,7 @@ def scapy_raw(path: str, count: int) -> Callable[[], dict]:
     return run
 
 
-def scapy_decode(path: str, count: int) -> Callable[[], dict]:
+def scapy_decode(path: str, count: int, probe=None) -> Callable[[], dict]:
     from scapy.layers.inet import IP, TCP, UDP
     from scapy.packet import Raw
     from scapy.utils import PcapReader
@@ -133,7 +137,7 @@ def scapy_decode(path: str, count: int) -> Callable[[], dict]:
         n = nbytes = errors = 0
         flows: dict = {}
         with PcapReader(path) as reader:
-            for pkt in reader:
+            for pkt in _iter(reader, probe):
                 n += 1
                 nbytes += len(pkt)
                 if isinstance(pkt, Raw):
@@ -150,7 +154,7 @@ def scapy_decode(path: str, count: int) -> Callable[[], dict]:
     return run
 
 
-PEERS: dict[str, Callable[[str, int], Callable[[], dict]]] = {
+PEERS: dict[str, Callable[..., Callable[[], dict]]] = {
     "peer-dpkt-raw": dpkt_raw,
     "peer-dpkt-5tuple": dpkt_5tuple,
     "peer-scapy-raw": scapy_raw,

@@ -2,7 +2,9 @@
 
 A scenario is a function `(path, count) -> callable`; the callable does one full pass and
 returns the scenario fields: `packets`, `bytes` (captured bytes), `decode_errors` and, for
-the flow scenarios, `unique_flows`. The worker times the callable.
+the flow scenarios, `unique_flows`. The worker times the callable. `probe` (an
+AllocationProbe, given only for the untimed Python-allocation pass) is called once per packet
+where the scenario has a per-packet Python step.
 """
 
 from __future__ import annotations
@@ -11,7 +13,17 @@ import os
 import tempfile
 from collections.abc import Callable
 
-Scenario = Callable[[str, int], Callable[[], dict]]
+Scenario = Callable[..., Callable[[], dict]]
+
+
+def _iter(iterable, probe):
+    """The iterable itself, or wrapped by the allocation probe (untimed pass only)."""
+    return iterable if probe is None else probe.iter(iterable)
+
+
+def _step(step, probe):
+    """The reducer step itself, or wrapped by the allocation probe (untimed pass only)."""
+    return step if probe is None else probe.fn(step)
 
 
 def _flow_key(m: dict) -> tuple | None:
@@ -28,13 +40,13 @@ def _flow_key(m: dict) -> tuple | None:
     return tuple(key.items())
 
 
-def raw_seq(path: str, count: int) -> Callable[[], dict]:
+def raw_seq(path: str, count: int, probe=None) -> Callable[[], dict]:
     import paclo
 
     def run() -> dict:
         n = 0
         nbytes = 0
-        for pkt in paclo.read(path):
+        for pkt in _iter(paclo.read(path), probe):
             n += 1
             nbytes += pkt.caplen
         return {"packets": n, "bytes": nbytes, "decode_errors": 0}
@@ -42,7 +54,7 @@ def raw_seq(path: str, count: int) -> Callable[[], dict]:
     return run
 
 
-def _probe() -> Callable[[str], tuple[int, int]]:
+def _native_loop() -> Callable[[str], tuple[int, int]]:
     """The native loop probe: reads a file in Rust with no Python per packet."""
     from paclo import _paclo
 
@@ -55,11 +67,11 @@ def _probe() -> Callable[[str], tuple[int, int]]:
     )
 
 
-def sync_loop(path: str, count: int) -> Callable[[], dict]:
-    probe = _probe()
+def sync_loop(path: str, count: int, probe=None) -> Callable[[], dict]:
+    loop = _native_loop()
 
     def run() -> dict:
-        packets, nbytes = probe(path)
+        packets, nbytes = loop(path)
         return {"packets": packets, "bytes": nbytes, "decode_errors": 0}
 
     return run
@@ -79,7 +91,7 @@ def _reduced_value(result):
     raise TypeError(f"paclo.reduce returned an unexpected {type(result).__name__}")
 
 
-def raw_reduce(path: str, count: int) -> Callable[[], dict]:
+def raw_reduce(path: str, count: int, probe=None) -> Callable[[], dict]:
     import paclo
 
     def step(acc: list, pkt) -> list:
@@ -88,18 +100,18 @@ def raw_reduce(path: str, count: int) -> Callable[[], dict]:
         return acc
 
     def run() -> dict:
-        acc = _reduced_value(paclo.reduce(step, [0, 0], path=path))
+        acc = _reduced_value(paclo.reduce(_step(step, probe), [0, 0], path=path))
         return {"packets": acc[0], "bytes": acc[1], "decode_errors": 0}
 
     return run
 
 
-def full_decode(path: str, count: int) -> Callable[[], dict]:
+def full_decode(path: str, count: int, probe=None) -> Callable[[], dict]:
     import paclo
 
     def run() -> dict:
         n = nbytes = errors = 0
-        for m in paclo.read(path, decode="full"):
+        for m in _iter(paclo.read(path, decode="full"), probe):
             n += 1
             nbytes += m["caplen"]
             if "decode_error" in m:
@@ -109,7 +121,7 @@ def full_decode(path: str, count: int) -> Callable[[], dict]:
     return run
 
 
-def full_reduce(path: str, count: int) -> Callable[[], dict]:
+def full_reduce(path: str, count: int, probe=None) -> Callable[[], dict]:
     import paclo
 
     def step(acc: list, m: dict) -> list:
@@ -120,19 +132,19 @@ def full_reduce(path: str, count: int) -> Callable[[], dict]:
         return acc
 
     def run() -> dict:
-        acc = _reduced_value(paclo.reduce(step, [0, 0, 0], path=path, decode="full"))
+        acc = _reduced_value(paclo.reduce(_step(step, probe), [0, 0, 0], path=path, decode="full"))
         return {"packets": acc[0], "bytes": acc[1], "decode_errors": acc[2]}
 
     return run
 
 
-def flow_aggregate(path: str, count: int) -> Callable[[], dict]:
+def flow_aggregate(path: str, count: int, probe=None) -> Callable[[], dict]:
     import paclo
 
     def run() -> dict:
         n = nbytes = errors = 0
         counts: dict = {}
-        for m in paclo.read(path, decode="full"):
+        for m in _iter(paclo.read(path, decode="full"), probe):
             n += 1
             nbytes += m["caplen"]
             if "decode_error" in m:
@@ -145,7 +157,7 @@ def flow_aggregate(path: str, count: int) -> Callable[[], dict]:
     return run
 
 
-def flow_reduce(path: str, count: int) -> Callable[[], dict]:
+def flow_reduce(path: str, count: int, probe=None) -> Callable[[], dict]:
     import paclo
 
     def step(acc: list, m: dict) -> list:
@@ -160,7 +172,7 @@ def flow_reduce(path: str, count: int) -> Callable[[], dict]:
         return acc
 
     def run() -> dict:
-        acc = _reduced_value(paclo.reduce(step, [0, 0, 0, {}], path=path, decode="full"))
+        acc = _reduced_value(paclo.reduce(_step(step, probe), [0, 0, 0, {}], path=path, decode="full"))
         return {"packets": acc[0], "bytes": acc[1], "decode_errors": acc[2], "unique_flows": len(acc[3])}
 
     return run
@@ -186,7 +198,7 @@ def _table_decode_errors(table) -> int:
     return 0
 
 
-def flow_project(path: str, count: int) -> Callable[[], dict]:
+def flow_project(path: str, count: int, probe=None) -> Callable[[], dict]:
     import paclo
 
     def run() -> dict:
@@ -200,7 +212,7 @@ def flow_project(path: str, count: int) -> Callable[[], dict]:
     return run
 
 
-def write_pipeline(path: str, count: int) -> Callable[[], dict]:
+def write_pipeline(path: str, count: int, probe=None) -> Callable[[], dict]:
     import paclo
 
     def run() -> dict:
@@ -209,7 +221,7 @@ def write_pipeline(path: str, count: int) -> Callable[[], dict]:
         try:
             n = nbytes = 0
             with paclo.PcapWriter(out) as writer:
-                for pkt in paclo.read(path):
+                for pkt in _iter(paclo.read(path), probe):
                     writer.write(pkt)
                     n += 1
                     nbytes += pkt.caplen
@@ -226,7 +238,7 @@ def write_pipeline(path: str, count: int) -> Callable[[], dict]:
     return run
 
 
-def flow_table(path: str, count: int) -> Callable[[], dict]:
+def flow_table(path: str, count: int, probe=None) -> Callable[[], dict]:
     import paclo
 
     def run() -> dict:
@@ -241,14 +253,14 @@ def flow_table(path: str, count: int) -> Callable[[], dict]:
     return run
 
 
-def arrow_batches(path: str, count: int) -> Callable[[], dict]:
+def arrow_batches(path: str, count: int, probe=None) -> Callable[[], dict]:
     import pyarrow.compute as pc
 
     import paclo
 
     def run() -> dict:
         n = nbytes = 0
-        for batch in paclo.read_batches(path):
+        for batch in _iter(paclo.read_batches(path), probe):
             n += batch.num_rows
             nbytes += int(pc.sum(batch.column("caplen")).as_py() or 0)
         return {"packets": n, "bytes": nbytes, "decode_errors": 0}

@@ -25,17 +25,17 @@ def _native_counts():
     return getattr(_paclo, "native_alloc_counts", None)
 
 
-def _build(scenario: str, path: str, count: int, binary: str | None):
+def _build(scenario: str, path: str, count: int, binary: str | None, probe=None):
     from . import peers, scenarios
 
     if scenario in scenarios.SCENARIOS:
-        return scenarios.SCENARIOS[scenario](path, count), True
+        return scenarios.SCENARIOS[scenario](path, count, probe), True
     if scenario == "peer-c-pcap-next-ex":
         if not binary:
             raise ValueError("peer-c-pcap-next-ex needs --binary")
         return peers.c_pcap_next_ex(binary, path, count), False
     if scenario in peers.PEERS:
-        return peers.PEERS[scenario](path, count), False
+        return peers.PEERS[scenario](path, count, probe), False
     raise ValueError(f"unknown scenario {scenario!r}")
 
 
@@ -64,7 +64,9 @@ def run_worker(scenario: str, path: str, count: int, warmups: int, runs: int, bi
     python_bytes = None
     if scenario != "peer-c-pcap-next-ex":
         print("[worker] python allocation pass", file=sys.stderr, flush=True)
-        python_bytes = metrics.python_allocation_pass(fn)
+        python_bytes = metrics.python_allocation_pass(
+            lambda probe: _build(scenario, path, count, binary, probe)[0]
+        )
     for run in out_runs:
         run["python_allocated_bytes"] = python_bytes
         packets = run["packets"]
