@@ -261,3 +261,37 @@ def test_python_allocation_pass_counts_reducer_steps():
 
     total = metrics.python_allocation_pass(build)
     assert 500 * 100 <= total <= 700 * 100
+
+
+class _Stream(io.StringIO):
+    def __init__(self, tty):
+        super().__init__()
+        self._tty = tty
+
+    def isatty(self):
+        return self._tty
+
+
+def test_progress_shows_on_a_tty_and_stays_quiet_when_piped(tmp_path):
+    tty = _Stream(True)
+    run_quick(tmp_path / "a", "--scenarios", "raw-seq", console=runner.Console(tty))
+    shown = tty.getvalue()
+    assert "\r[perf] [1/3] offline udp-64 raw-seq" in shown
+    assert "[perf] [3/3] offline mixed raw-seq: run 1/1" in shown
+    assert "[perf] preparing" in shown
+    piped = _Stream(False)
+    run_quick(tmp_path / "b", "--scenarios", "raw-seq", console=runner.Console(piped))
+    assert "\r" not in piped.getvalue()
+    assert "[perf] [" not in piped.getvalue()
+    assert piped.getvalue().count("[perf] preparing") == 3
+
+
+def test_table_lists_median_rates_and_allocation(tmp_path):
+    _, doc, out = run_quick(tmp_path, "--scenarios", "raw-seq", "--runs", "3")
+    lines = out.splitlines()
+    assert lines[0].split() == ["case", "scenario", "packets/s", "ns/packet", "native", "B/pkt",
+                                "native", "allocs/pkt", "Python", "B/pkt"]
+    row = next(line for line in lines if line.startswith("tcp-512"))
+    result = next(r for r in doc["offline"] if r["case"] == "tcp-512")
+    assert f"{result['summary']['packets_per_sec']['median']:,.0f}" in row
+    assert f"{result['summary']['ns_per_packet']['median']:,.1f}" in row
