@@ -295,3 +295,13 @@ def test_table_lists_median_rates_and_allocation(tmp_path):
     result = next(r for r in doc["offline"] if r["case"] == "tcp-512")
     assert f"{result['summary']['packets_per_sec']['median']:,.0f}" in row
     assert f"{result['summary']['ns_per_packet']['median']:,.1f}" in row
+
+
+def test_a_hung_worker_is_killed_and_fails_the_run():
+    import time
+
+    start = time.monotonic()
+    with pytest.raises(runner.RunFailed, match="performance worker timed out after 1 s: udp-64 raw-seq"):
+        runner.run_worker([sys.executable, "-c", "import time; time.sleep(60)"], "udp-64 raw-seq",
+                          lambda text: None, timeout_s=1)
+    assert time.monotonic() - start < 30

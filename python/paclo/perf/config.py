@@ -66,6 +66,9 @@ PEER_SCENARIOS = (
 # scapy is about 100x slower than the rest: it reads at most this many packets of each dataset.
 SCAPY_MAX_PACKETS = 20_000
 
+# A worker still running after this long is killed and fails the run (the Clojure runner's cap).
+WORKER_TIMEOUT_S = 3600.0
+
 LIVE_SCENARIOS = (
     "live-raw",
     "live-raw-buffered",

@@ -81,7 +81,7 @@ def worker_command(scenario: str, path: str, count: int, warmups: int, runs: int
     return cmd
 
 
-def run_worker(cmd: list[str], label: str, on_progress) -> dict:
+def run_worker(cmd: list[str], label: str, on_progress, timeout_s: float = config.WORKER_TIMEOUT_S) -> dict:
     """Run one worker process; return its JSON object or raise RunFailed with its stderr."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     err_lines: list[str] = []
@@ -95,10 +95,26 @@ def run_worker(cmd: list[str], label: str, on_progress) -> dict:
 
     reader = threading.Thread(target=pump, daemon=True)
     reader.start()
-    assert proc.stdout is not None
-    out = proc.stdout.read()
-    code = proc.wait()
-    reader.join()
+    timed_out = threading.Event()
+
+    def kill() -> None:
+        timed_out.set()
+        proc.kill()
+
+    timer = threading.Timer(timeout_s, kill)
+    timer.start()
+    try:
+        assert proc.stdout is not None
+        out = proc.stdout.read()
+        code = proc.wait()
+        reader.join()
+    finally:
+        timer.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    if timed_out.is_set():
+        raise RunFailed(f"performance worker timed out after {timeout_s:g} s: {label}\ncommand: {' '.join(cmd)}")
     stderr = "".join(line for line in err_lines if not line.startswith("[worker] ") or "failed" in line)
     if code != 0:
         raise RunFailed(
