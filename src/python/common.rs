@@ -3,6 +3,10 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
+use std::sync::Arc;
+
+use memmap2::Mmap;
+
 use crate::source::RawPacket;
 
 /// What a source yields for each packet.
@@ -40,5 +44,21 @@ pub fn to_python<'py>(
         DecodeMode::Raw => Ok((Bound::new(py, super::reader::Packet::from_raw(py, pkt))?.into_any(), false)),
         DecodeMode::Full => super::decode::full_map(py, pkt).map(|(d, e)| (d.into_any(), e)),
         DecodeMode::Flow => super::flow::flow_dict(py, pkt).map(|(d, e)| (d.into_any(), e)),
+    }
+}
+
+/// As [`to_python`], for a packet whose bytes lie at `offset` in `map`: in raw mode the
+/// `Packet` keeps the map and copies its bytes only when they are first read.
+#[inline]
+pub fn to_python_mapped<'py>(
+    py: Python<'py>,
+    mode: DecodeMode,
+    pkt: &RawPacket<'_>,
+    map: &Arc<Mmap>,
+    offset: usize,
+) -> PyResult<(Bound<'py, PyAny>, bool)> {
+    match mode {
+        DecodeMode::Raw => Ok((Bound::new(py, super::reader::Packet::from_mapped(map, offset, pkt))?.into_any(), false)),
+        _ => to_python(py, mode, pkt),
     }
 }
