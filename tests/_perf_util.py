@@ -2,7 +2,8 @@
 
 It follows the dataset definition (64-byte UDP, 512-byte TCP SYN, alternating, Ethernet
 10:11:12:13:14:15 <- 20:21:22:23:24:25, 10.0.0.1 -> 10.0.0.2, ts 1700000000 s + index µs)
-so the runner can be tested on its own, and so the native generator can be checked against it.
+so the runner can be tested on its own, and so the native generator can be checked against it
+(classic little-endian microsecond pcap, snaplen 65536, link type 1).
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def expected_file_size(case: str, count: int) -> int:
 def generate(case: str, count: int, path: str) -> None:
     frames = {("udp"): frame(64, "udp"), ("tcp"): frame(512, "tcp")}
     with open(path, "wb") as f:
-        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65536, 1))  # snaplen 65536, Ethernet
         for i, (size, traffic) in enumerate(_sizes(case, count)):
             data = frames[traffic]
             f.write(struct.pack("<IIII", 1700000000, i % 1_000_000, size, size))
