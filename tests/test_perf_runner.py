@@ -209,6 +209,11 @@ def test_peers_side_by_side(tmp_path):
     assert scapy["runs"][0]["packets"] == 2000 and scapy["runs"][0]["unique_flows"] == 1
     assert "only the first" not in scapy["note"]  # 2000 packets: scapy reads them all
     assert "peer-c-pcap-next-ex" in out
+    # the C loop is the yardstick: its own row reads 1.00 x
+    header = out.splitlines()[0]
+    assert header.rstrip().endswith("x C loop")
+    c_row = next(line for line in out.splitlines() if line.startswith("mixed") and "peer-c-pcap-next-ex" in line)
+    assert c_row.rstrip().endswith("1.00")
 
 
 def test_scapy_reads_a_prefix_of_large_datasets_and_says_so(tmp_path, monkeypatch):

@@ -154,16 +154,27 @@ def _fmt(value, digits: int = 0) -> str:
 
 
 def table(results: list[dict]) -> str:
-    """The summary table: median packets/s, ns/packet and allocation per packet."""
-    header = ("case", "scenario", "packets/s", "ns/packet", "native B/pkt", "native allocs/pkt", "Python B/pkt")
-    rows = [header]
+    """The summary table: median packets/s, ns/packet and allocation per packet.
+
+    With the C peer in the results, a `x C loop` column gives each scenario's median packets/s
+    as a multiple of the C pcap_next_ex loop's on the same case.
+    """
+    c_loop = {
+        r["case"]: r["summary"].get("packets_per_sec", {}).get("median")
+        for r in results
+        if r["scenario"] == "peer-c-pcap-next-ex"
+    }
+    header = ["case", "scenario", "packets/s", "ns/packet", "native B/pkt", "native allocs/pkt", "Python B/pkt"]
+    if c_loop:
+        header.append("x C loop")
+    rows = [tuple(header)]
     for r in results:
         s = r["summary"]
 
         def med(name: str):
             return s.get(name, {}).get("median")
 
-        rows.append((
+        row = [
             r["case"],
             r["scenario"] + (" *" if r.get("note") and "only the first" in r["note"] else ""),
             _fmt(med("packets_per_sec")),
@@ -171,7 +182,12 @@ def table(results: list[dict]) -> str:
             _fmt(med("native_allocated_bytes_per_packet"), 2),
             _fmt(med("native_allocations_per_packet"), 4),
             _fmt(med("python_allocated_bytes_per_packet"), 2),
-        ))
+        ]
+        if c_loop:
+            base = c_loop.get(r["case"])
+            pps = med("packets_per_sec")
+            row.append(_fmt(pps / base, 2) if base and pps is not None else "-")
+        rows.append(tuple(row))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = []
     for i, row in enumerate(rows):
