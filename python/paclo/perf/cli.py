@@ -293,13 +293,6 @@ def main(argv: list[str] | None = None) -> int:
     if opts is None:
         sys.stdout.write(USAGE)
         return 0
-    if opts.mode in ("live", "all"):
-        print(
-            f"paclo perf: error: --mode {opts.mode}: live mode is not available yet in this "
-            "build (the live runner is a separate piece of work); use --mode offline",
-            file=sys.stderr,
-        )
-        return EXIT_FAILED
     from .runner import RunFailed, run
 
     try:

@@ -27,6 +27,14 @@ SUMMARY_METRICS = (
     "peak_rss_bytes",
     "process_cpu_ns",
     "unique_flows",
+    "realized_send_pps",
+    "sustained_processed_pps",
+    "processed_vs_sent_rate",
+    "send_loss_rate",
+    "kernel_drop_rate",
+    "interface_drop_rate",
+    "queue_drop_rate",
+    "consumer_gap_rate",
 )
 
 

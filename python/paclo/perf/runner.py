@@ -210,22 +210,193 @@ def write_results(path: Path, document: dict) -> None:
     os.replace(tmp, path)
 
 
+def _check_live_available() -> None:
+    import paclo
+
+    native = getattr(paclo, "_paclo", None)
+    if native is None or not hasattr(native, "open_capture"):
+        raise RunFailed("live mode needs paclo.capture, which is not in this build; use --mode offline")
+
+
+def live_table(results: list[dict]) -> str:
+    """Live summary: per rate and scenario, median sent, processed, sustained pps, loss, pass."""
+    header = ("target pps", "scenario", "sent", "processed", "processed pps", "send loss", "queue drop", "pass")
+    rows = [header]
+    for r in results:
+        s = r["summary"]
+
+        def med(name: str):
+            return s.get(name, {}).get("median")
+
+        runs = r["runs"]
+        sent = metrics.median([x["sent"] for x in runs])
+        processed = metrics.median([x["packets"] for x in runs])
+        loss = med("send_loss_rate")
+        qdrop = med("queue_drop_rate")
+        sus = r["sustainability"]
+        rows.append((
+            _fmt(r["config"]["target_pps"]),
+            r["scenario"],
+            _fmt(sent),
+            _fmt(processed),
+            _fmt(med("sustained_processed_pps")),
+            "-" if loss is None else f"{loss * 100:.3f}%",
+            "-" if qdrop is None else f"{qdrop * 100:.3f}%",
+            f"{sus['passing_runs']}/{sus['total_runs']}",
+        ))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = []
+    for i, row in enumerate(rows):
+        cells = [row[0].rjust(widths[0]), row[1].ljust(widths[1])]
+        cells += [c.rjust(w) for c, w in zip(row[2:], widths[2:])]
+        lines.append("  ".join(cells))
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def live_scenarios(opts: Options) -> list[str]:
+    """Live scenarios to run: --scenarios (live names), else the profile's list, else all 12."""
+    from . import live
+
+    if opts.scenarios is not None:
+        return [s for s in live.SCENARIOS if s in opts.scenarios]
+    profile = config.PROFILES[opts.profile]
+    if profile.live_scenarios is not None:
+        return [s for s in live.SCENARIOS if s in profile.live_scenarios]
+    return list(live.SCENARIOS)
+
+
+def run_live(opts: Options, env: dict, console: Console, worker_cmd=None) -> list[dict]:
+    """Every rate x live scenario in its own worker process; rate-major order."""
+    import tempfile
+    import time
+
+    from . import live
+
+    names = live_scenarios(opts)
+    results = []
+    total = len(opts.rates) * len(names)
+    step = 0
+    for rate in opts.rates:
+        for scenario in names:
+            step += 1
+            cfg = live.scenario_config(scenario, opts, rate)
+            cfg["scenario"] = scenario
+            label = (f"live {opts.device} {scenario} source={opts.source} target-pps={rate} "
+                     f"senders={cfg['senders']}")
+            prefix = f"[perf] [{step}/{total}] {label}"
+            console.progress(prefix)
+            ready_file = None
+            stop_poll = threading.Event()
+            if opts.source == "external":
+                fd, ready_file = tempfile.mkstemp(prefix="paclo-perf-ready-", suffix=".signal")
+                os.close(fd)
+                os.unlink(ready_file)
+
+                def poll(path=ready_file) -> None:
+                    while not stop_poll.is_set():
+                        if os.path.exists(path):
+                            console.log("[perf] capture ready")
+                            return
+                        time.sleep(0.01)
+
+                threading.Thread(target=poll, daemon=True).start()
+            cmd = (worker_cmd or _live_worker_command)(cfg, opts.warmups, opts.runs, ready_file)
+            try:
+                doc = run_worker(cmd, label, lambda text, p=prefix: console.progress(f"{p}: {text}"))
+            finally:
+                stop_poll.set()
+                if ready_file and os.path.exists(ready_file):
+                    os.unlink(ready_file)
+            runs = doc["runs"]
+            problems = live.validate_runs(runs)
+            if problems:
+                console.clear()
+                raise RunFailed(
+                    f"live benchmark did not collect clean capture statistics: {label}: " + "; ".join(problems)
+                )
+            results.append({
+                "mode": "live",
+                "scenario": scenario,
+                "config": cfg,
+                "environment": env,
+                "runs": runs,
+                "summary": metrics.summarize(runs),
+                "sustainability": live.sustainability(runs),
+            })
+    return results
+
+
+def _live_worker_command(cfg: dict, warmups: int, runs: int, ready_file: str | None) -> list[str]:
+    cmd = [sys.executable, "-m", "paclo.perf.worker", "--live", "--config", json.dumps(cfg),
+           "--warmups", str(warmups), "--runs", str(runs)]
+    if ready_file:
+        cmd += ["--ready-file", ready_file]
+    return cmd
+
+
 def run(opts: Options, *, datasets=None, worker_cmd=None, console: Console | None = None,
         out=None) -> dict:
-    """Run the offline benchmark and write `<output>/results.json`; return the document.
+    """Run the benchmark (`opts.mode`: offline, live, or all = live then offline) and write
+    `<output>/results.json`; return the document.
 
-    `datasets` replaces the paclo.perf.datasets module and `worker_cmd` the worker command
-    builder (both for tests).
+    `datasets` replaces the paclo.perf.datasets module and `worker_cmd` the offline worker
+    command builder (both for tests).
     """
     console = console or Console()
     out = out if out is not None else sys.stdout
+    env = environment.collect(["python", "-m", "paclo.perf", *opts.argv])
+    output = Path(opts.output)
+    live_results = None
+    offline_results = None
+    if opts.mode in ("live", "all"):
+        _check_live_available()
+        live_results = run_live(opts, env, console)
+    if opts.mode in ("offline", "all"):
+        offline_results = run_offline(opts, env, console, datasets=datasets, worker_cmd=worker_cmd)
+    console.clear()
+    profile = config.PROFILES[opts.profile]
+    document = {
+        "schema_version": SCHEMA_VERSION,
+        "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat().replace("+00:00", "Z"),
+        "profile": opts.profile,
+        "config": {
+            "mode": opts.mode,
+            "packets": opts.packets if opts.packets is not None else profile.packets,
+            "packets_override": opts.packets is not None,
+            "warmups": opts.warmups,
+            "runs": opts.runs,
+            "scenarios": opts.offline_scenarios() if offline_results is not None else live_scenarios(opts),
+            "cases": list(config.CASES),
+            "output": str(output),
+        },
+        "offline": offline_results,
+        "live": live_results,
+        "max_sustainable_by_scenario": None,
+    }
+    if live_results is not None:
+        from . import live
+
+        document["max_sustainable_by_scenario"] = live.max_sustainable_by_scenario(live_results)
+    results_path = output / "results.json"
+    write_results(results_path, document)
+    if live_results:
+        print(live_table(live_results), file=out)
+    if offline_results:
+        print(table(offline_results), file=out)
+    print(f"[perf] wrote {results_path}", file=out, flush=True)
+    return document
+
+
+def run_offline(opts: Options, env: dict, console: Console, *, datasets=None, worker_cmd=None) -> list[dict]:
+    """Every case x offline scenario in its own worker process; case-major order."""
     datasets = datasets or _datasets_module()
     worker_cmd = worker_cmd or worker_command
     profile = config.PROFILES[opts.profile]
     count = opts.packets if opts.packets is not None else profile.packets
     scenarios = opts.offline_scenarios()
     output = Path(opts.output)
-    env = environment.collect(["python", "-m", "paclo.perf", *opts.argv])
 
     binary = None
     if "peer-c-pcap-next-ex" in scenarios:
@@ -283,26 +454,4 @@ def run(opts: Options, *, datasets=None, worker_cmd=None, console: Console | Non
                     note = note.format(n=f"{n:,}") if n < count else note.split("; reads only")[0]
                 result["note"] = note
             results.append(result)
-    console.clear()
-    document = {
-        "schema_version": SCHEMA_VERSION,
-        "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat().replace("+00:00", "Z"),
-        "profile": opts.profile,
-        "config": {
-            "packets": count,
-            "packets_override": opts.packets is not None,
-            "warmups": opts.warmups,
-            "runs": opts.runs,
-            "scenarios": scenarios,
-            "cases": list(config.CASES),
-            "output": str(output),
-        },
-        "offline": results,
-        "live": None,
-        "max_sustainable_by_scenario": None,
-    }
-    results_path = output / "results.json"
-    write_results(results_path, document)
-    print(table(results), file=out)
-    print(f"[perf] wrote {results_path}", file=out, flush=True)
-    return document
+    return results

@@ -1,4 +1,4 @@
-"""One case x scenario in its own process: `python -m paclo.perf.worker ...`.
+"""One case x scenario (or, with `--live`, one rate x scenario) in its own process.
 
 Runs the warm-ups unmeasured, then the measured runs, then one untimed tracemalloc pass for
 the Python allocation figure, and prints one JSON object on stdout:
@@ -77,6 +77,9 @@ def run_worker(scenario: str, path: str, count: int, warmups: int, runs: int, bi
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["--live"]:
+        return live_main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m paclo.perf.worker")
     parser.add_argument("--scenario", required=True)
     parser.add_argument("--path", required=True)
@@ -90,6 +93,28 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # the runner reports stderr; keep the traceback for diagnosis
         traceback.print_exc(file=sys.stderr)
         print(f"[worker] {args.scenario} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    sys.stdout.write(json.dumps(result))
+    sys.stdout.write("\n")
+    return 0
+
+
+def live_main(argv: list[str]) -> int:
+    """`--live --config JSON [--warmups N] [--runs N] [--ready-file PATH]`."""
+    parser = argparse.ArgumentParser(prog="python -m paclo.perf.worker --live")
+    parser.add_argument("--config", required=True)
+    parser.add_argument("--warmups", type=int, default=1)
+    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--ready-file")
+    args = parser.parse_args(argv)
+    cfg = json.loads(args.config)
+    try:
+        from .live_worker import run_live_worker
+
+        result = run_live_worker(cfg, args.warmups, args.runs, args.ready_file)
+    except Exception as exc:  # the runner reports stderr; keep the traceback for diagnosis
+        traceback.print_exc(file=sys.stderr)
+        print(f"[worker] {cfg.get('scenario')} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     sys.stdout.write(json.dumps(result))
     sys.stdout.write("\n")
