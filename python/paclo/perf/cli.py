@@ -45,7 +45,7 @@ live options (validated; live mode runs the live workers):
   --filter BPF              capture filter (loopback default: "udp dst port <port>")
   --expected-packets N      external only: packets the remote generator sends
   --frame-size N            bytes per generated frame (default 64)
-  --snaplen N               1..65536 (default 65536)
+  --snaplen N               1..65536 (default 2048: see docs/performance.md)
   --queue-cap N             queue capacity (default 1024)
   --queue-mode blocking|dropping
                             overrides the scenario's queue mode
@@ -91,7 +91,7 @@ class Options:
     filter: str | None = None
     expected_packets: int | None = None
     frame_size: int = 64
-    snaplen: int = 65536
+    snaplen: int = 2048
     queue_cap: int = 1024
     queue_mode: str | None = None
     branch_cap: int = 4096
