@@ -310,3 +310,27 @@ def test_a_hung_worker_is_killed_and_fails_the_run():
         runner.run_worker([sys.executable, "-c", "import time; time.sleep(60)"], "udp-64 raw-seq",
                           lambda text: None, timeout_s=1)
     assert time.monotonic() - start < 30
+
+
+def test_python_allocation_pass_sees_items_a_reducer_caller_drops():
+    import itertools
+
+    def build(probe):
+        def step(acc, item):
+            return acc + len(item)
+
+        def run():
+            # like paclo.reduce: the caller makes an item, calls the step, drops the item
+            fn = probe.fn(step)
+            acc = 0
+            for _ in itertools.repeat(None, 300):
+                item = bytes(700)
+                acc = fn(acc, item)
+                del item
+            return {"packets": 300, "bytes": acc}
+
+        return run
+
+    total = metrics.python_allocation_pass(build)
+    # a 700-byte bytes object is 733 bytes
+    assert 700 * 300 <= total <= 800 * 300

@@ -173,21 +173,31 @@ class AllocationProbe:
         self.ticks = 0
         self._prev = 0
         self._bias = 0.0
+        self._keep = None
 
-    def tick(self) -> None:
+    def _measure(self) -> None:
         import tracemalloc
 
-        # Everything the tick allocates or frees happens before reset_peak (locals are deleted
-        # first), so the next interval starts from the heap size stored in `_prev`.
         _, peak = tracemalloc.get_traced_memory()
         self.total += peak - self._prev
         self.ticks += 1
         del _, peak
+
+    def _rebase(self) -> None:
+        import tracemalloc
+
+        # Everything the probe allocates or frees happens before reset_peak (locals are
+        # deleted first), so the next interval starts from the heap size stored in `_prev`.
         self._prev = tracemalloc.get_traced_memory()[0]
         tracemalloc.reset_peak()
 
+    def tick(self) -> None:
+        self._measure()
+        self._rebase()
+
     def iter(self, iterable):
-        # tick before fetching each item, so a packet's interval spans its creation and use
+        # Tick before fetching each item: the consumer still holds the previous item while the
+        # next one is made, so the interval's peak growth is the new item and its processing.
         tick = self.tick
         it = iter(iterable)
         while True:
@@ -200,10 +210,17 @@ class AllocationProbe:
             del item
 
     def fn(self, step):
-        tick = self.tick
+        # The reducer's caller drops each item before making the next one, which would hide it
+        # from a peak: the wrapper keeps the current item alive until the next item has been
+        # made and measured, then lets the old one go before taking the new baseline.
+        measure = self._measure
+        rebase = self._rebase
+        probe = self
 
         def wrapped(acc, item):
-            tick()
+            measure()
+            probe._keep = item
+            rebase()
             return step(acc, item)
 
         return wrapped
