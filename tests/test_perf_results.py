@@ -99,3 +99,29 @@ def test_notebook_runs_headless_on_a_results_file(results, monkeypatch):
     text = "".join(o.get("text", "") for o in outputs)
     assert "profile quick" in text
     assert any("raw-seq" in str(o.get("data", {})) for o in outputs)
+
+
+def test_markdown_table_of_medians(results):
+    import paclo.perf
+
+    doc = json.loads(results.read_text())
+    text = paclo.perf.markdown(results)
+    lines = text.splitlines()
+    assert lines[0] == "| case | scenario | packets/s | ns/packet | native B/packet | Python B/packet |"
+    assert len(lines) == 2 + len(doc["offline"])
+    first = doc["offline"][0]
+    assert lines[2].startswith(f"| {first['case']} | {first['scenario']} | "
+                               f"{first['summary']['packets_per_sec']['median']:,.0f} |")
+
+
+def test_markdown_adds_the_c_loop_ratio_when_the_c_peer_ran(results):
+    import paclo.perf
+
+    doc = json.loads(results.read_text())
+    for result in list(doc["offline"]):
+        if result["scenario"] == "peer-dpkt-raw":
+            result["scenario"] = "peer-c-pcap-next-ex"
+    text = paclo.perf.markdown(doc)
+    assert text.splitlines()[0].endswith("| x C loop |")
+    c_rows = [line for line in text.splitlines() if "peer-c-pcap-next-ex" in line]
+    assert len(c_rows) == 3 and all(row.endswith("| 1.00 |") for row in c_rows)

@@ -4,13 +4,14 @@
 - `load(path)`: results.json as a pandas DataFrame, one row per measured run.
 - `compare(a, b)`: ratios of medians (b / a) between two results files.
 - `plot(results)`: matplotlib figures of a results file or of `load`'s DataFrame.
+- `markdown(results)`: a Markdown table of the offline medians.
 """
 
 from __future__ import annotations
 
-from .results import compare, load, plot, read_results
+from .results import compare, load, markdown, plot, read_results
 
-__all__ = ["compare", "load", "main", "plot", "read_results"]
+__all__ = ["compare", "load", "main", "markdown", "plot", "read_results"]
 
 
 def main(argv: list[str] | None = None) -> int:

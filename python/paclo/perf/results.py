@@ -162,3 +162,42 @@ def plot(results, *, metric: str = "packets_per_sec", log: bool = True):
         fig.tight_layout()
         figures.append(fig)
     return figures
+
+
+def markdown(source) -> str:
+    """A Markdown table of offline medians (one row per case and scenario), for docs and reports.
+
+    Columns: case, scenario, packets/s, ns/packet, native B/packet, Python B/packet, and
+    `x C loop` (packets/s as a multiple of the C pcap_next_ex loop on the same case) when the
+    peers ran.
+    """
+    document = read_results(source)
+    results = document.get("offline") or []
+    c_loop = {
+        r["case"]: r["summary"].get("packets_per_sec", {}).get("median")
+        for r in results
+        if r["scenario"] == "peer-c-pcap-next-ex"
+    }
+    header = ["case", "scenario", "packets/s", "ns/packet", "native B/packet", "Python B/packet"]
+    if c_loop:
+        header.append("x C loop")
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * 2 + ["---:"] * (len(header) - 2)) + "|"]
+
+    def fmt(value, digits=0):
+        return "-" if value is None else f"{value:,.{digits}f}"
+
+    for r in results:
+        s = r["summary"]
+
+        def med(name):
+            return s.get(name, {}).get("median")
+
+        scenario = r["scenario"] + (" (first {:,} packets)".format(r["packets"]) if "only the first" in r.get("note", "") else "")
+        row = [r["case"], scenario, fmt(med("packets_per_sec")), fmt(med("ns_per_packet"), 1),
+               fmt(med("native_allocated_bytes_per_packet"), 2), fmt(med("python_allocated_bytes_per_packet"), 0)]
+        if c_loop:
+            base = c_loop.get(r["case"])
+            pps = med("packets_per_sec")
+            row.append(fmt(pps / base, 2) if base and pps is not None else "-")
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
