@@ -128,3 +128,18 @@ def test_module_reports_usage_errors_on_stderr():
     assert proc.returncode == 3
     assert proc.stdout == ""
     assert "mode must be offline, live, or all" in proc.stderr
+
+
+def test_importing_the_main_module_runs_nothing():
+    import importlib
+
+    module = importlib.import_module("paclo.perf.__main__")
+    assert module.main is cli.main
+
+
+def test_paclo_perf_subcommand_forwards_to_the_runner():
+    proc = subprocess.run([sys.executable, "-m", "paclo", "perf", "--mode", "x"], capture_output=True, text=True)
+    assert proc.returncode == 3
+    assert "mode must be offline, live, or all" in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "paclo", "perf", "--help"], capture_output=True, text=True)
+    assert proc.returncode == 0 and "--profile quick|reference|stress" in proc.stdout

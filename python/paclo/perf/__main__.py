@@ -1,7 +1,10 @@
-"""`python -m paclo.perf`: the performance runner."""
+"""`python -m paclo.perf`: the performance runner (`main` is also what `paclo perf` calls)."""
 
 import sys
 
 from .cli import main
 
-sys.exit(main())
+__all__ = ["main"]
+
+if __name__ == "__main__":
+    sys.exit(main())
