@@ -14,6 +14,7 @@ than 50 µs remain and spins for the rest.
 from __future__ import annotations
 
 import json
+from typing import Any
 import socket
 import sys
 import threading
@@ -50,9 +51,10 @@ def send(host: str, port: int, rate: int, frame_size: int, senders: int, packets
     addr = socket.getaddrinfo(host, port, type=socket.SOCK_DGRAM)[0]
     family, _, _, _, sockaddr = addr
     payload = bytes(max(1, frame_size - 28))
+    shares: list[int | None]
     if packets is not None:
-        shares = split(packets, senders)
-        rates = [rate * share / packets for share in shares]
+        shares = list(split(packets, senders))
+        rates = [rate * share / packets for share in split(packets, senders)]
     else:
         shares = [None] * senders
         rates = [rate / senders] * senders
@@ -150,7 +152,7 @@ def _parse(argv: list[str]) -> dict | None:
         raise UsageError("give exactly one of --packets and --duration-ms", EXIT_USAGE)
     if "--rate" not in raw:
         raise UsageError("rate is required", EXIT_VALUE)
-    opts = {
+    opts: dict[str, Any] = {
         "host": raw["--host"],
         "rate": _positive("rate", raw["--rate"]),
         "packets": _positive("packets", raw["--packets"]) if "--packets" in raw else None,

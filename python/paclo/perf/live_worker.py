@@ -119,7 +119,7 @@ def one_run(cfg: dict, ready_file: str | None) -> dict:
                 return acc
 
             _, stats = paclo.reduce(step, counter, device=cfg["device"], report=True, **opts)
-            queue = {"mode": "direct", "capacity": 0, "enqueued": counter.packets, "dropped": 0,
+            queue: dict | None = {"mode": "direct", "capacity": 0, "enqueued": counter.packets, "dropped": 0,
                      "blocked_events": 0, "blocked_ns": 0, "max_depth": 0}
         elif engine in ("queue", "managed"):
             with paclo.capture(cfg["device"], queue_cap=cfg["queue_cap"], queue_mode=cfg["queue_mode"],

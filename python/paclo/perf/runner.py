@@ -167,14 +167,14 @@ def table(results: list[dict]) -> str:
     header = ["case", "scenario", "packets/s", "ns/packet", "native B/pkt", "native allocs/pkt", "Python B/pkt"]
     if c_loop:
         header.append("x C loop")
-    rows = [tuple(header)]
+    rows: list[tuple[str, ...]] = [tuple(header)]
     for r in results:
         s = r["summary"]
 
         def med(name: str):
             return s.get(name, {}).get("median")
 
-        row = [
+        values = [
             r["case"],
             r["scenario"] + (" *" if r.get("note") and "only the first" in r["note"] else ""),
             _fmt(med("packets_per_sec")),
@@ -186,8 +186,8 @@ def table(results: list[dict]) -> str:
         if c_loop:
             base = c_loop.get(r["case"])
             pps = med("packets_per_sec")
-            row.append(_fmt(pps / base, 2) if base and pps is not None else "-")
-        rows.append(tuple(row))
+            values.append(_fmt(pps / base, 2) if base and pps is not None else "-")
+        rows.append(tuple(values))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = []
     for i, row in enumerate(rows):
