@@ -53,6 +53,36 @@ pub(crate) fn addrs(v: Vec<u8>, valid: Vec<bool>) -> ArrayRef {
     Arc::new(FixedSizeBinaryArray::new(ADDR_LEN as i32, Buffer::from_vec(v), Some(NullBuffer::from(valid))))
 }
 
+/// Ask the kernel to back a large column with transparent huge pages, so filling it costs
+/// one page fault per 2 MiB instead of one per 4 KiB. A hint only: without THP nothing changes.
+pub(crate) fn advise_huge<T>(v: &mut Vec<T>) {
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let bytes = v.capacity() * std::mem::size_of::<T>();
+        if bytes < 2 * HUGE {
+            return;
+        }
+        let start = v.as_mut_ptr() as usize;
+        let first = (start + HUGE - 1) & !(HUGE - 1);
+        let end = (start + bytes) & !(HUGE - 1);
+        if end > first {
+            // SAFETY: [first, end) lies inside the vector's allocation (its bounds rounded
+            // inwards to 2 MiB), which outlives the call; MADV_HUGEPAGE changes how the
+            // kernel backs those pages, never their contents. A failure is harmless.
+            unsafe {
+                libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_HUGEPAGE);
+            }
+        }
+    }
+}
+
+fn column<T>(cap: usize) -> Vec<T> {
+    let mut v = Vec::with_capacity(cap);
+    advise_huge(&mut v);
+    v
+}
+
 /// Columns of the projection, filled per packet without allocating and handed to Arrow
 /// once per batch (the column vectors are moved into the batch, then reserved again).
 pub struct ProjectionBuilder {
@@ -82,17 +112,17 @@ impl ProjectionBuilder {
         ProjectionBuilder {
             cap,
             fields: FlowFields::default(),
-            ts: Vec::with_capacity(cap),
-            caplen: Vec::with_capacity(cap),
-            len: Vec::with_capacity(cap),
-            ip_version: Vec::with_capacity(cap),
-            protocol: Vec::with_capacity(cap),
-            src: Vec::with_capacity(cap * ADDR_LEN),
-            dst: Vec::with_capacity(cap * ADDR_LEN),
-            src_port: Vec::with_capacity(cap),
-            dst_port: Vec::with_capacity(cap),
-            vlan: Vec::with_capacity(cap),
-            flags: Vec::with_capacity(cap),
+            ts: column(cap),
+            caplen: column(cap),
+            len: column(cap),
+            ip_version: column(cap),
+            protocol: column(cap),
+            src: column(cap * ADDR_LEN),
+            dst: column(cap * ADDR_LEN),
+            src_port: column(cap),
+            dst_port: column(cap),
+            vlan: column(cap),
+            flags: column(cap),
             has_l3: Vec::with_capacity(cap),
             has_ports: Vec::with_capacity(cap),
             has_vlan: Vec::with_capacity(cap),
@@ -145,7 +175,7 @@ impl ProjectionBuilder {
         }
         let cap = self.cap;
         fn take<T>(v: &mut Vec<T>, cap: usize) -> Vec<T> {
-            std::mem::replace(v, Vec::with_capacity(cap))
+            std::mem::replace(v, column(cap))
         }
         let has_l3 = take(&mut self.has_l3, cap);
         let columns: Vec<ArrayRef> = vec![

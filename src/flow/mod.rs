@@ -102,7 +102,7 @@ fn open(path: &Path) -> Result<FileReader> {
 }
 
 /// Project files: one rayon task per file, batches concatenated in file order (equal to
-/// the sequential result).
+/// the sequential result). Batches hold at most `batch_size` rows, fewer for small files.
 ///
 /// # Errors
 /// The first file that fails to open or read, in file order.
@@ -110,7 +110,9 @@ pub fn project_files(paths: &[PathBuf], filter: FilterFactory<'_>, batch_size: u
     let one = |p: &PathBuf| -> Result<Batches> {
         let mut r = open(p)?;
         let mut f = filter(&r)?;
-        project_source(&mut r, &mut *f, batch_size)
+        // A record takes at least 16 bytes: no batch needs more rows than that allows.
+        let rows = usize::try_from(r.file_len() / 16 + 1).unwrap_or(usize::MAX);
+        project_source(&mut r, &mut *f, batch_size.min(rows))
     };
     if let [p] = paths {
         return one(p);

@@ -145,11 +145,18 @@ fn factory(filter: Option<String>) -> impl Fn(&FileReader) -> Result<Box<dyn Pac
     move |r| make_filter(filter.as_deref(), r).map(|f| f as Box<dyn PacketFilter>)
 }
 
+/// Rows per `project` batch: large batches let the columns sit on huge pages, which
+/// removes most of the cost of filling fresh memory.
+const PROJECT_BATCH: usize = 1 << 20;
+
 /// Project the packets of `paths` into an Arrow stream.
 #[pyfunction]
-#[pyo3(signature = (paths, *, filter = None, batch_size = 65536))]
+#[pyo3(signature = (paths, *, filter = None, batch_size = PROJECT_BATCH))]
 fn flow_project(py: Python<'_>, paths: Vec<PathBuf>, filter: Option<String>, batch_size: usize) -> PyResult<ArrowStream> {
     let paths = paths_opts(paths)?;
+    if batch_size == 0 {
+        return Err(PyValueError::new_err("batch_size must be a positive integer"));
+    }
     let make = factory(filter);
     let (batches, warn) = py.detach(|| flow::project_files(&paths, &make, batch_size))?;
     warn_truncated(py, warn)?;
