@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, BinaryArray, FixedSizeBinaryArray, PrimitiveArray, RecordBatch};
 use arrow_array::types::{Int64Type, UInt16Type, UInt32Type, UInt8Type};
-use arrow_buffer::{Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use crate::decode::fastpath::{self, FlowFields};
@@ -45,12 +45,17 @@ pub fn raw_schema() -> SchemaRef {
     ]))
 }
 
-pub(crate) fn prim<T: arrow_array::ArrowPrimitiveType>(v: Vec<T::Native>, valid: Option<Vec<bool>>) -> ArrayRef {
-    Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(v), valid.map(NullBuffer::from)))
+pub(crate) fn prim<T: arrow_array::ArrowPrimitiveType>(v: Vec<T::Native>, valid: Option<NullBuffer>) -> ArrayRef {
+    Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(v), valid))
 }
 
-pub(crate) fn addrs(v: Vec<u8>, valid: Vec<bool>) -> ArrayRef {
-    Arc::new(FixedSizeBinaryArray::new(ADDR_LEN as i32, Buffer::from_vec(v), Some(NullBuffer::from(valid))))
+pub(crate) fn addrs(v: Vec<u8>, valid: Option<NullBuffer>) -> ArrayRef {
+    Arc::new(FixedSizeBinaryArray::new(ADDR_LEN as i32, Buffer::from_vec(v), valid))
+}
+
+/// A validity bitmap from a per-row predicate, packed 64 rows at a time.
+pub(crate) fn validity(len: usize, valid: impl FnMut(usize) -> bool) -> NullBuffer {
+    NullBuffer::new(BooleanBuffer::collect_bool(len, valid))
 }
 
 /// Ask the kernel to back a large column with transparent huge pages, so filling it costs
@@ -99,11 +104,15 @@ pub struct ProjectionBuilder {
     dst_port: Vec<u16>,
     vlan: Vec<u16>,
     flags: Vec<u8>,
-    has_l3: Vec<bool>,
-    has_ports: Vec<bool>,
-    has_vlan: Vec<bool>,
-    has_flags: Vec<bool>,
+    /// Per row: [`PORTS`] | [`FLAGS`]. L3 presence is `ip_version != 0` and VLAN presence
+    /// is `vlan != NO_VLAN`, so one byte carries the validity that is not in the data.
+    present: Vec<u8>,
 }
+
+const PORTS: u8 = 1;
+const FLAGS: u8 = 2;
+/// Marks "no VLAN" in the VLAN column (ids are 12 bits).
+const NO_VLAN: u16 = u16::MAX;
 
 impl ProjectionBuilder {
     /// Columns for batches of `batch_size` rows (at least 1).
@@ -123,10 +132,7 @@ impl ProjectionBuilder {
             dst_port: column(cap),
             vlan: column(cap),
             flags: column(cap),
-            has_l3: Vec::with_capacity(cap),
-            has_ports: Vec::with_capacity(cap),
-            has_vlan: Vec::with_capacity(cap),
-            has_flags: Vec::with_capacity(cap),
+            present: Vec::with_capacity(cap),
         }
     }
 
@@ -153,19 +159,15 @@ impl ProjectionBuilder {
         self.ts.push(pkt.ts_ns);
         self.caplen.push(pkt.caplen);
         self.len.push(pkt.wirelen);
-        let l3 = f.ip_version != 0;
         self.ip_version.push(f.ip_version);
         self.protocol.push(f.protocol);
         self.src.extend_from_slice(&f.src);
         self.dst.extend_from_slice(&f.dst);
         self.src_port.push(f.src_port);
         self.dst_port.push(f.dst_port);
-        self.vlan.push(f.vlan_id);
+        self.vlan.push(if f.has_vlan { f.vlan_id } else { NO_VLAN });
         self.flags.push(f.tcp_flags);
-        self.has_l3.push(l3);
-        self.has_ports.push(f.has_ports);
-        self.has_vlan.push(f.has_vlan);
-        self.has_flags.push(f.has_tcp_flags);
+        self.present.push(u8::from(f.has_ports) * PORTS | u8::from(f.has_tcp_flags) * FLAGS);
     }
 
     /// The held rows as a batch (None when empty); the columns are then empty again.
@@ -177,19 +179,25 @@ impl ProjectionBuilder {
         fn take<T>(v: &mut Vec<T>, cap: usize) -> Vec<T> {
             std::mem::replace(v, column(cap))
         }
-        let has_l3 = take(&mut self.has_l3, cap);
+        let n = self.ts.len();
+        let (ipv, present, vlan) = (&self.ip_version, &self.present, &self.vlan);
+        let has_l3 = validity(n, |i| ipv[i] != 0);
+        let has_ports = validity(n, |i| present[i] & PORTS != 0);
+        let has_flags = validity(n, |i| present[i] & FLAGS != 0);
+        let has_vlan = validity(n, |i| vlan[i] != NO_VLAN);
+        self.present.clear();
         let columns: Vec<ArrayRef> = vec![
             prim::<Int64Type>(take(&mut self.ts, cap), None),
             prim::<UInt32Type>(take(&mut self.caplen, cap), None),
             prim::<UInt32Type>(take(&mut self.len, cap), None),
             prim::<UInt8Type>(take(&mut self.ip_version, cap), Some(has_l3.clone())),
             prim::<UInt8Type>(take(&mut self.protocol, cap), Some(has_l3.clone())),
-            addrs(take(&mut self.src, cap * ADDR_LEN), has_l3.clone()),
-            addrs(take(&mut self.dst, cap * ADDR_LEN), has_l3),
-            prim::<UInt16Type>(take(&mut self.src_port, cap), Some(self.has_ports.clone())),
-            prim::<UInt16Type>(take(&mut self.dst_port, cap), Some(take(&mut self.has_ports, cap))),
-            prim::<UInt16Type>(take(&mut self.vlan, cap), Some(take(&mut self.has_vlan, cap))),
-            prim::<UInt8Type>(take(&mut self.flags, cap), Some(take(&mut self.has_flags, cap))),
+            addrs(take(&mut self.src, cap * ADDR_LEN), Some(has_l3.clone())),
+            addrs(take(&mut self.dst, cap * ADDR_LEN), Some(has_l3)),
+            prim::<UInt16Type>(take(&mut self.src_port, cap), Some(has_ports.clone())),
+            prim::<UInt16Type>(take(&mut self.dst_port, cap), Some(has_ports)),
+            prim::<UInt16Type>(take(&mut self.vlan, cap), Some(has_vlan)),
+            prim::<UInt8Type>(take(&mut self.flags, cap), Some(has_flags)),
         ];
         Some(RecordBatch::try_new(projection_schema(), columns).expect("projection columns match their schema"))
     }

@@ -7,7 +7,7 @@ use arrow_array::{ArrayRef, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use hashbrown::HashMap;
 
-use super::columns::{addr_type, addrs, prim, ADDR_LEN};
+use super::columns::{addr_type, addrs, prim, validity, ADDR_LEN};
 use crate::decode::fastpath::{self, FlowFields};
 use crate::source::RawPacket;
 
@@ -400,13 +400,13 @@ fn flow_batch(rows: &[(FlowKey, FlowStats, Expiration)], opts: FlowOptions, tota
     }
     let opt16 = |f: &dyn Fn(&FlowKey) -> Option<u16>| -> ArrayRef {
         let v: Vec<Option<u16>> = rows.iter().map(|(k, _, _)| f(k)).collect();
-        prim::<UInt16Type>(v.iter().map(|x| x.unwrap_or(0)).collect(), Some(v.iter().map(Option::is_some).collect()))
+        prim::<UInt16Type>(v.iter().map(|x| x.unwrap_or(0)).collect(), Some(validity(n, |i| v[i].is_some())))
     };
     let mut columns: Vec<ArrayRef> = vec![
         prim::<UInt8Type>(rows.iter().map(|r| r.0.ip_version).collect(), None),
         prim::<UInt8Type>(rows.iter().map(|r| r.0.protocol).collect(), None),
-        addrs(src, vec![true; n]),
-        addrs(dst, vec![true; n]),
+        addrs(src, None),
+        addrs(dst, None),
         opt16(&|k| k.src_port),
         opt16(&|k| k.dst_port),
         opt16(&|k| k.vlan_id),
@@ -417,7 +417,7 @@ fn flow_batch(rows: &[(FlowKey, FlowStats, Expiration)], opts: FlowOptions, tota
         prim::<Int64Type>(rows.iter().map(|r| r.1.last_ts_ns - r.1.first_ts_ns).collect(), None),
         prim::<UInt8Type>(
             rows.iter().map(|r| r.1.tcp_flags).collect(),
-            Some(rows.iter().map(|r| r.1.has_tcp_flags).collect()),
+            Some(validity(n, |i| rows[i].1.has_tcp_flags)),
         ),
     ];
     if opts.bidirectional {
