@@ -167,7 +167,7 @@ impl ProjectionBuilder {
         self.dst_port.push(f.dst_port);
         self.vlan.push(if f.has_vlan { f.vlan_id } else { NO_VLAN });
         self.flags.push(f.tcp_flags);
-        self.present.push(u8::from(f.has_ports) * PORTS | u8::from(f.has_tcp_flags) * FLAGS);
+        self.present.push((u8::from(f.has_ports) * PORTS) | (u8::from(f.has_tcp_flags) * FLAGS));
     }
 
     /// The held rows as a batch (None when empty); the columns are then empty again.
