@@ -159,3 +159,16 @@ def test_help(small):
     assert r.returncode == 0 and "--mode" in r.stdout and "unidir|bidir" in r.stdout
     r = subprocess.run(["paclo", "pcap-filter", "--help"], capture_output=True, text=True)
     assert r.returncode == 0 and "--min-caplen" in r.stdout
+
+
+def test_perf_subcommand_forwards_its_arguments(monkeypatch):
+    import types
+
+    from paclo import cli
+
+    seen = []
+    fake = types.ModuleType("paclo.perf.__main__")
+    fake.main = lambda argv: seen.append(argv) or 7
+    monkeypatch.setitem(sys.modules, "paclo.perf.__main__", fake)
+    assert cli.main(["perf", "--profile", "quick", "--format", "json"]) == 7
+    assert seen == [["--profile", "quick", "--format", "json"]]

@@ -281,3 +281,21 @@ def test_reduce_decode_flow_sees_the_same_fields(mixed):
     got = paclo.reduce(lambda acc, d: acc + [(d["protocol"], d["src_port"], d["dst_ip"])], [], path=path, decode="flow")
     exp = [(r["protocol"], r["src_port"], r["dst_ip"]) for r in (ref_project(1, f) for _, f, _ in pkts)]
     assert got == exp
+
+
+@pytest.mark.parametrize("linktype,header", [
+    (101, b""),                                   # raw IP
+    (113, bytes(14) + b"\x08\x00"),              # Linux SLL, protocol IPv4
+    (276, b"\x08\x00" + bytes(18)),              # Linux SLL2
+    (0, b"\x02\x00\x00\x00"),                    # BSD NULL, little-endian AF_INET
+    (108, b"\x00\x00\x00\x02"),                  # OpenBSD LOOP, big-endian AF_INET
+])
+def test_other_link_types(tmp_path, linktype, header):
+    ip = ipv4(6, "10.9.8.7", "10.1.2.3", tcp(4444, 22, 0x18))
+    path = write_pcap(tmp_path / "l.pcap", [(0, header + ip), (1, header[:2])], linktype=linktype)
+    rows = paclo.project(path).to_pylist()
+    assert (rows[0]["ip_version"], rows[0]["protocol"], rows[0]["src_port"], rows[0]["dst_port"],
+            rows[0]["tcp_flags"]) == (4, 6, 4444, 22, 0x18)
+    assert rows[0]["src_ip"] == MAPPED + bytes([10, 9, 8, 7])
+    assert rows[1]["ip_version"] is None
+    assert paclo.flows(path).num_rows == 1
