@@ -23,16 +23,20 @@ def classic(
     nanosecond: bool = False,
     snaplen: int = 65535,
     linktype: int = 1,
+    modified: bool = False,
 ) -> bytes:
-    """A classic pcap file."""
+    """A classic pcap file (``modified``: Kuznetzov's format with 24-byte record headers)."""
     e = ">" if big_endian else "<"
-    magic = 0xA1B23C4D if nanosecond else 0xA1B2C3D4
+    magic = 0xA1B2CD34 if modified else 0xA1B23C4D if nanosecond else 0xA1B2C3D4
     out = bytearray(struct.pack(e + "IHHiIII", magic, 2, 4, 0, 0, snaplen, linktype))
     for r in records:
         sec, sub = divmod(r.ts_ns, 1_000_000_000)
         frac = sub if nanosecond else sub // 1000
         wl = len(r.data) if r.wirelen is None else r.wirelen
-        out += struct.pack(e + "IIII", sec, frac, len(r.data), wl) + r.data
+        out += struct.pack(e + "IIII", sec, frac, len(r.data), wl)
+        if modified:
+            out += struct.pack(e + "IHBx", 2, 0x0800, 0)
+        out += r.data
     return bytes(out)
 
 

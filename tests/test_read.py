@@ -273,3 +273,86 @@ def test_no_warning_on_a_complete_file(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert len(list(paclo.read(p))) == 3
+
+
+@pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
+def test_progress_bar_on_a_tty(tmp_path):
+    import subprocess
+    import sys
+
+    p = write(tmp_path, "c.pcap", classic(RECS * 10_000))
+    code = (
+        "import sys, time, paclo\n"
+        "n = 0\n"
+        "for pkt in paclo.read(sys.argv[1], progress=True):\n"
+        "    n += 1\n"
+        "    if n % 8192 == 0:\n"
+        "        time.sleep(0.25)\n"
+        "print(n)\n"
+    )
+    master, slave = os.openpty()
+    try:
+        proc = subprocess.run([sys.executable, "-c", code, str(p)], stderr=slave, stdout=subprocess.PIPE, text=True, timeout=60)
+        os.close(slave)
+        slave = -1
+        err = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            err += chunk
+    finally:
+        if slave >= 0:
+            os.close(slave)
+        os.close(master)
+    assert proc.stdout.strip() == "30000"
+    text = err.decode()
+    assert "\r[" in text and "MB" in text, text
+    assert "100.0%" in text, text
+
+
+def test_packet_constructor_and_pickle(tmp_path):
+    import pickle
+
+    pkt = paclo.Packet(b"\x01\x02\x03", 1_500_000_000, wirelen=60, linktype=101)
+    assert (pkt.ts_ns, pkt.caplen, pkt.wirelen, pkt.linktype, pkt.data) == (1_500_000_000, 3, 60, 101, b"\x01\x02\x03")
+    assert paclo.Packet(bytearray(b"ab")).wirelen == 2
+    with pytest.raises(TypeError, match="data must be bytes-like"):
+        paclo.Packet("text")
+    p = write(tmp_path, "c.pcap", classic(RECS))
+    for read_pkt in paclo.read(p):
+        again = pickle.loads(pickle.dumps(read_pkt))
+        assert again == read_pkt and again.data == read_pkt.data
+    assert pickle.loads(pickle.dumps(pkt)) == pkt
+
+
+def test_reduce_device_delegates_to_live_capture(monkeypatch):
+    from paclo import _capture
+
+    calls = []
+
+    def fake(fn, init, **kw):
+        calls.append((fn, init, kw))
+        return "acc"
+
+    monkeypatch.setattr(_capture, "reduce_device", fake, raising=False)
+    f = lambda a, p: a  # noqa: E731
+    assert paclo.reduce(f, 0, device="lo", filter=("udp",), limit=5, snaplen=128) == "acc"
+    assert calls == [
+        (f, 0, {"device": "lo", "decode": None, "filter": "udp", "limit": 5, "report": False, "snaplen": 128})
+    ]
+
+
+def test_reader_file_attributes(tmp_path):
+    p = write(tmp_path, "raw.pcap", classic(RECS, linktype=101, snaplen=2000))
+    with paclo.read(p) as r:
+        assert (r.format, r.linktype, r.snaplen) == ("pcap", 101, 2000)
+    assert (r.format, r.linktype, r.snaplen) == (None, None, None)
+    ng = write(tmp_path, "x.pcapng", Ng().shb().block(0x0BAD, b"x").idb(113).idb(1).epb(0, 1, b"a").bytes())
+    r = paclo.read(ng)
+    assert (r.format, r.linktype, r.snaplen) == ("pcapng", 113, 262144)
+    out = tmp_path / "same-linktype.pcap"
+    assert paclo.write_pcap(out, r, linktype=r.linktype) == 1

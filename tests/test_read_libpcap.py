@@ -48,6 +48,13 @@ def test_classic_files_match_libpcap(tmp_path, big_endian, nanosecond):
     assert_same(p)
 
 
+@pytest.mark.parametrize("big_endian", [False, True])
+def test_modified_pcap_matches_libpcap(tmp_path, big_endian):
+    p = tmp_path / "modified.pcap"
+    p.write_bytes(classic(recs(), big_endian=big_endian, modified=True))
+    assert_same(p)
+
+
 def test_raw_ip_linktype_matches_libpcap(tmp_path):
     p = tmp_path / "raw.pcap"
     p.write_bytes(classic([Rec(1_000, udp_frame()[14:]), Rec(2_000, udp_frame(54)[14:])], linktype=101))
@@ -134,3 +141,48 @@ def test_file_rewritten_by_tcpdump(tmp_path):
     subprocess.run([tcpdump, "-r", str(src), "-w", str(out), "udp"], check=True, capture_output=True)
     assert_same(out)
     assert [p.data for p in paclo.read(out)] == [p.data for p in paclo.read(src, filter="udp")]
+
+
+def test_pcapng_captured_by_dumpcap(tmp_path):
+    """A real capture file: dumpcap on the loopback device writes pcapng with interface
+    options, packet options and statistics blocks; paclo must read what libpcap reads."""
+    import os
+    import socket
+    import time
+
+    dumpcap = _tool("dumpcap")
+    if os.geteuid() != 0:
+        pytest.skip("capturing on lo needs root or CAP_NET_RAW")
+    out = tmp_path / "lo.pcapng"
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    proc = subprocess.Popen(
+        [dumpcap, "-i", "lo", "-f", f"udp port {port}", "-c", "5", "-a", "duration:20", "-w", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        # dumpcap says "Capturing on ..." once the capture (and its filter) is active.
+        deadline = time.monotonic() + 15
+        line = ""
+        while "Capturing on" not in line and time.monotonic() < deadline:
+            line = proc.stderr.readline()
+            if not line and proc.poll() is not None:
+                break
+        if "Capturing on" not in line:
+            proc.kill()
+            pytest.skip(f"dumpcap could not capture on lo: {line or proc.stderr.read()}")
+        time.sleep(0.2)
+        for i in range(5):
+            sock.sendto(bytes([i]) * (10 + i), ("127.0.0.1", port))
+        proc.wait(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        sock.close()
+    assert_same(out)
+    pkts = list(paclo.read(out))
+    assert len(pkts) == 5
+    assert [p.data[-(10 + i):] for i, p in enumerate(pkts)] == [bytes([i]) * (10 + i) for i in range(5)]

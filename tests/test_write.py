@@ -123,3 +123,16 @@ def test_writes_what_libpcap_reads(tmp_path):
     pkts, dlt = libpcap_read(str(out))
     assert dlt == 1
     assert pkts == [(it["ts_ns"], len(it["data"]), len(it["data"]), it["data"]) for it in items]
+
+
+def test_overwrite_the_file_being_read(tmp_path):
+    p = tmp_path / "same.pcap"
+    recs = [Rec(i * 1000, udp_frame(53, bytes([i]) * 30)) for i in range(200)]
+    p.write_bytes(classic(recs))
+    before = rows(p)
+    r = paclo.read(p)
+    first = next(r)  # the old file stays mapped while the new one is written
+    n = paclo.write_pcap(p, r)
+    assert n == 199
+    assert first.data == recs[0].data
+    assert rows(p) == before[1:]

@@ -109,7 +109,14 @@ def reduce(
         from . import _capture
 
         return _capture.reduce_device(
-            fn, init, device=device, decode=decode, filter=filter, limit=limit, report=report, **options
+            fn,
+            init,
+            device=device,
+            decode=decode,
+            filter=normalize_filter(filter),
+            limit=limit,
+            report=report,
+            **options,
         )
     strict = options.pop("strict", False)
     _check_bool("strict", strict)

@@ -35,7 +35,13 @@ struct PcapT {
 extern "C" {
     fn pcap_open_dead(linktype: c_int, snaplen: c_int) -> *mut PcapT;
     fn pcap_close(p: *mut PcapT);
-    fn pcap_compile(p: *mut PcapT, fp: *mut RawProgram, s: *const c_char, optimize: c_int, netmask: u32) -> c_int;
+    fn pcap_compile(
+        p: *mut PcapT,
+        fp: *mut RawProgram,
+        s: *const c_char,
+        optimize: c_int,
+        netmask: u32,
+    ) -> c_int;
     fn pcap_geterr(p: *mut PcapT) -> *mut c_char;
     fn pcap_freecode(fp: *mut RawProgram);
     fn pcap_offline_filter(fp: *const RawProgram, h: *const PktHdr, pkt: *const u8) -> c_int;
@@ -47,10 +53,10 @@ extern "C" {
 /// differ between platforms; libpcap maps them the same way when it opens a file.
 pub fn linktype_to_dlt(linktype: u32) -> u32 {
     match linktype {
-        100 => 11,                          // ATM_RFC1483
-        101 => RAW_DLT,                     // RAW
-        102 => 15,                          // SLIP_BSDOS
-        103 => 16,                          // PPP_BSDOS
+        100 => 11,      // ATM_RFC1483
+        101 => RAW_DLT, // RAW
+        102 => 15,      // SLIP_BSDOS
+        103 => 16,      // PPP_BSDOS
         _ => linktype,
     }
 }
@@ -81,23 +87,40 @@ impl BpfFilter {
     /// this link type (or contains a NUL byte); [`Error::InvalidArgument`] for a link type
     /// libpcap does not know.
     pub fn compile(expr: &str, linktype: u32, snaplen: u32) -> Result<BpfFilter> {
-        let c_expr = CString::new(expr)
-            .map_err(|_| Error::Filter { expr: expr.to_string(), message: "the expression contains a NUL byte".into() })?;
+        let c_expr = CString::new(expr).map_err(|_| Error::Filter {
+            expr: expr.to_string(),
+            message: "the expression contains a NUL byte".into(),
+        })?;
         let snaplen = c_int::try_from(snaplen).unwrap_or(c_int::MAX);
         let dlt = c_int::try_from(linktype_to_dlt(linktype))
             .map_err(|_| Error::InvalidArgument(format!("link type {linktype} is out of range")))?;
         // SAFETY: pcap_open_dead returns an owned handle or NULL; it is closed below.
-        let handle = NonNull::new(unsafe { pcap_open_dead(dlt, snaplen) })
-            .ok_or_else(|| Error::InvalidArgument(format!("libpcap cannot open a handle for link type {linktype}")))?;
-        let mut program = RawProgram { bf_len: 0, bf_insns: std::ptr::null_mut() };
+        let handle = NonNull::new(unsafe { pcap_open_dead(dlt, snaplen) }).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "libpcap cannot open a handle for link type {linktype}"
+            ))
+        })?;
+        let mut program = RawProgram {
+            bf_len: 0,
+            bf_insns: std::ptr::null_mut(),
+        };
         // SAFETY: handle is valid; c_expr is NUL-terminated; program is writable.
         let rc = unsafe { pcap_compile(handle.as_ptr(), &mut program, c_expr.as_ptr(), 1, 0) };
         let result = if rc == 0 {
-            Ok(BpfFilter { expr: expr.to_string(), linktype, program })
+            Ok(BpfFilter {
+                expr: expr.to_string(),
+                linktype,
+                program,
+            })
         } else {
             // SAFETY: pcap_geterr returns the handle's NUL-terminated error buffer.
-            let message = unsafe { CStr::from_ptr(pcap_geterr(handle.as_ptr())) }.to_string_lossy().into_owned();
-            Err(Error::Filter { expr: expr.to_string(), message })
+            let message = unsafe { CStr::from_ptr(pcap_geterr(handle.as_ptr())) }
+                .to_string_lossy()
+                .into_owned();
+            Err(Error::Filter {
+                expr: expr.to_string(),
+                message,
+            })
         };
         // SAFETY: the handle came from pcap_open_dead and is not used after this.
         unsafe { pcap_close(handle.as_ptr()) };
@@ -109,7 +132,10 @@ impl BpfFilter {
     #[inline]
     pub fn matches(&self, pkt: &RawPacket<'_>) -> bool {
         let hdr = PktHdr {
-            ts: libc::timeval { tv_sec: 0, tv_usec: 0 },
+            ts: libc::timeval {
+                tv_sec: 0,
+                tv_usec: 0,
+            },
             caplen: pkt.data.len() as u32,
             len: pkt.wirelen.max(pkt.data.len() as u32),
         };
@@ -138,7 +164,10 @@ impl Drop for BpfFilter {
 
 impl std::fmt::Debug for BpfFilter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BpfFilter").field("expr", &self.expr).field("linktype", &self.linktype).finish()
+        f.debug_struct("BpfFilter")
+            .field("expr", &self.expr)
+            .field("linktype", &self.linktype)
+            .finish()
     }
 }
 
@@ -157,7 +186,20 @@ impl FileFilter {
     /// # Errors
     /// See [`BpfFilter::compile`].
     pub fn new(expr: &str, linktype: u32, snaplen: u32) -> Result<FileFilter> {
-        Ok(FileFilter { snaplen, first: BpfFilter::compile(expr, linktype, snaplen)?, others: Vec::new() })
+        Ok(FileFilter {
+            snaplen,
+            first: BpfFilter::compile(expr, linktype, snaplen)?,
+            others: Vec::new(),
+        })
+    }
+
+    /// Compile `expr` for the file `reader` reads: its link type (pcapng: its first
+    /// interface's, Ethernet when none is described before the first packet).
+    ///
+    /// # Errors
+    /// See [`BpfFilter::compile`].
+    pub fn for_reader(expr: &str, reader: &super::FileReader) -> Result<FileFilter> {
+        FileFilter::new(expr, reader.linktype().unwrap_or(1), reader.snaplen())
     }
 
     /// The expression as given.
@@ -183,12 +225,16 @@ impl FileFilter {
         if let Some(f) = self.others.iter().find(|f| f.linktype == pkt.linktype) {
             return Ok(f.matches(pkt));
         }
-        let f = BpfFilter::compile(self.first.expr(), pkt.linktype, self.snaplen).map_err(|e| match e {
-            Error::Filter { expr, message } => {
-                Error::Filter { expr, message: format!("{message} (for link type {})", pkt.linktype) }
-            }
-            other => other,
-        })?;
+        let f =
+            BpfFilter::compile(self.first.expr(), pkt.linktype, self.snaplen).map_err(
+                |e| match e {
+                    Error::Filter { expr, message } => Error::Filter {
+                        expr,
+                        message: format!("{message} (for link type {})", pkt.linktype),
+                    },
+                    other => other,
+                },
+            )?;
         let hit = f.matches(pkt);
         self.others.push(f);
         Ok(hit)
@@ -200,9 +246,32 @@ mod tests {
     use super::*;
 
     fn udp_frame(dport: u16, extra: usize) -> Vec<u8> {
-        let mut f = vec![0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x08, 0x00];
+        let mut f = vec![
+            0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x08, 0x00,
+        ];
         let total = (28 + extra) as u16;
-        f.extend([0x45, 0, (total >> 8) as u8, total as u8, 0, 1, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2]);
+        f.extend([
+            0x45,
+            0,
+            (total >> 8) as u8,
+            total as u8,
+            0,
+            1,
+            0x40,
+            0,
+            64,
+            17,
+            0,
+            0,
+            10,
+            0,
+            0,
+            1,
+            10,
+            0,
+            0,
+            2,
+        ]);
         f.extend(12000u16.to_be_bytes());
         f.extend(dport.to_be_bytes());
         f.extend(((8 + extra) as u16).to_be_bytes());
@@ -212,7 +281,13 @@ mod tests {
     }
 
     fn raw(data: &[u8], linktype: u32, wirelen: u32) -> RawPacket<'_> {
-        RawPacket { ts_ns: 0, caplen: data.len() as u32, wirelen, linktype, data }
+        RawPacket {
+            ts_ns: 0,
+            caplen: data.len() as u32,
+            wirelen,
+            linktype,
+            data,
+        }
     }
 
     #[test]
@@ -236,7 +311,10 @@ mod tests {
     #[test]
     fn invalid_expression_has_libpcap_message() {
         let err = BpfFilter::compile("udp port", 1, 65535).unwrap_err();
-        assert!(matches!(&err, Error::Filter { message, .. } if message.contains("syntax error")), "{err}");
+        assert!(
+            matches!(&err, Error::Filter { message, .. } if message.contains("syntax error")),
+            "{err}"
+        );
         let err = BpfFilter::compile("a\0b", 1, 65535).unwrap_err();
         assert!(matches!(err, Error::Filter { .. }));
     }

@@ -12,6 +12,11 @@ pub const RECORD_HEADER_LEN: usize = 16;
 
 /// Magic number of a microsecond file, as read in the file's own byte order.
 pub const MAGIC_MICROS: u32 = 0xa1b2_c3d4;
+/// Magic number of Alexey Kuznetzov's modified format (microseconds, 24-byte record
+/// headers carrying interface index, protocol and packet type), read by libpcap too.
+pub const MAGIC_MODIFIED: u32 = 0xa1b2_cd34;
+/// Record header length of the modified format.
+pub const MODIFIED_RECORD_HEADER_LEN: usize = 24;
 /// Magic number of a nanosecond file, as read in the file's own byte order.
 pub const MAGIC_NANOS: u32 = 0xa1b2_3c4d;
 
@@ -36,6 +41,8 @@ pub struct FileHeader {
     pub endian: Endian,
     /// True for the nanosecond magic.
     pub nanosecond: bool,
+    /// Bytes before each record's data: 16, or 24 in the modified format.
+    pub record_header_len: usize,
     pub version_major: u16,
     pub version_minor: u16,
     /// Snapshot length from the header (0 is read as [`MAX_CAPLEN`]).
@@ -43,13 +50,19 @@ pub struct FileHeader {
     pub linktype: u32,
 }
 
-/// The byte order and precision a magic number stands for, if it is a classic magic.
-pub fn detect_magic(first4: [u8; 4]) -> Option<(Endian, bool)> {
-    match u32::from_le_bytes(first4) {
-        MAGIC_MICROS => Some((Endian::Little, false)),
-        MAGIC_NANOS => Some((Endian::Little, true)),
-        m if m.swap_bytes() == MAGIC_MICROS => Some((Endian::Big, false)),
-        m if m.swap_bytes() == MAGIC_NANOS => Some((Endian::Big, true)),
+/// The byte order, precision (true: nanoseconds) and record header length a magic number
+/// stands for, if it is a classic magic.
+pub fn detect_magic(first4: [u8; 4]) -> Option<(Endian, bool, usize)> {
+    let le = u32::from_le_bytes(first4);
+    let (endian, magic) = if [MAGIC_MICROS, MAGIC_NANOS, MAGIC_MODIFIED].contains(&le) {
+        (Endian::Little, le)
+    } else {
+        (Endian::Big, le.swap_bytes())
+    };
+    match magic {
+        MAGIC_MICROS => Some((endian, false, RECORD_HEADER_LEN)),
+        MAGIC_NANOS => Some((endian, true, RECORD_HEADER_LEN)),
+        MAGIC_MODIFIED => Some((endian, false, MODIFIED_RECORD_HEADER_LEN)),
         _ => None,
     }
 }
@@ -64,16 +77,22 @@ impl FileHeader {
             return Err(Issue::format(
                 0,
                 0,
-                format!("truncated pcap file header: need {FILE_HEADER_LEN} bytes, have {}", buf.len()),
+                format!(
+                    "truncated pcap file header: need {FILE_HEADER_LEN} bytes, have {}",
+                    buf.len()
+                ),
             ));
         }
-        let magic: [u8; 4] = buf[HDR_MAGIC..HDR_MAGIC + 4].try_into().map_err(|_| bad_magic())?;
-        let (endian, nanosecond) = detect_magic(magic).ok_or_else(bad_magic)?;
+        let magic: [u8; 4] = buf[HDR_MAGIC..HDR_MAGIC + 4]
+            .try_into()
+            .map_err(|_| bad_magic())?;
+        let (endian, nanosecond, record_header_len) = detect_magic(magic).ok_or_else(bad_magic)?;
         let short = || Issue::format(0, 0, "truncated pcap file header");
         let snaplen = endian.u32(buf, HDR_SNAPLEN).ok_or_else(short)?;
         Ok(FileHeader {
             endian,
             nanosecond,
+            record_header_len,
             version_major: endian.u16(buf, HDR_VERSION_MAJOR).ok_or_else(short)?,
             version_minor: endian.u16(buf, HDR_VERSION_MINOR).ok_or_else(short)?,
             snaplen: if snaplen == 0 { MAX_CAPLEN } else { snaplen },
@@ -148,13 +167,14 @@ impl ClassicCursor {
             e.u32(rest, REC_CAPLEN),
             e.u32(rest, REC_WIRELEN),
         ) else {
-            return Err(truncated(RECORD_HEADER_LEN));
+            return Err(truncated(self.header.record_header_len));
         };
         if caplen > self.max_caplen {
             return Err(self.bad_caplen(caplen));
         }
-        let end = RECORD_HEADER_LEN + caplen as usize;
-        let Some(data) = rest.get(RECORD_HEADER_LEN..end) else {
+        let hdr_len = self.header.record_header_len;
+        let end = hdr_len + caplen as usize;
+        let Some(data) = rest.get(hdr_len..end) else {
             return Err(truncated(end));
         };
         self.offset = start + end;
@@ -173,7 +193,10 @@ impl ClassicCursor {
         let message = if caplen > MAX_CAPLEN {
             format!("record caplen {caplen} exceeds the maximum of {MAX_CAPLEN} bytes")
         } else {
-            format!("record caplen {caplen} exceeds the file's snaplen {}", self.header.snaplen)
+            format!(
+                "record caplen {caplen} exceeds the file's snaplen {}",
+                self.header.snaplen
+            )
         };
         Issue::format(self.index, self.offset, message)
     }
@@ -209,7 +232,9 @@ mod tests {
         let mut out = Vec::new();
         loop {
             match c.next(buf) {
-                Ok(Some(p)) => out.push((p.ts_ns, p.caplen, p.wirelen, p.linktype, p.data.to_vec())),
+                Ok(Some(p)) => {
+                    out.push((p.ts_ns, p.caplen, p.wirelen, p.linktype, p.data.to_vec()))
+                }
                 Ok(None) => return (out, None),
                 Err(e) => return (out, Some(e)),
             }
@@ -219,7 +244,10 @@ mod tests {
     #[test]
     fn big_endian_nanoseconds() {
         let h = FileHeader::parse(&BE_NANOS).unwrap();
-        assert_eq!((h.endian, h.nanosecond, h.snaplen, h.linktype), (Endian::Big, true, 128, 101));
+        assert_eq!(
+            (h.endian, h.nanosecond, h.snaplen, h.linktype),
+            (Endian::Big, true, 128, 101)
+        );
         let (pkts, err) = all(&BE_NANOS);
         assert_eq!(err, None);
         assert_eq!(
@@ -236,7 +264,10 @@ mod tests {
         let (pkts, err) = all(&LE_MICROS);
         assert_eq!(err, None);
         // usec 1_000_000 is out of range but kept as written, as libpcap does.
-        assert_eq!(pkts, vec![(1_700_000_001_000_000_000, 3, 9, 1, vec![7, 8, 9])]);
+        assert_eq!(
+            pkts,
+            vec![(1_700_000_001_000_000_000, 3, 9, 1, vec![7, 8, 9])]
+        );
     }
 
     #[test]
@@ -258,20 +289,47 @@ mod tests {
         let (_, err) = all(&buf);
         let err = err.unwrap();
         assert_eq!((err.index, err.offset), (0, 24));
-        assert!(matches!(&err.kind, IssueKind::Format(m) if m.contains("snaplen 128")), "{err:?}");
+        assert!(
+            matches!(&err.kind, IssueKind::Format(m) if m.contains("snaplen 128")),
+            "{err:?}"
+        );
 
         let mut buf = LE_MICROS.to_vec();
         buf[16..20].copy_from_slice(&0u32.to_le_bytes()); // snaplen 0 reads as MAX_CAPLEN
         buf[24 + 8..24 + 12].copy_from_slice(&(MAX_CAPLEN + 1).to_le_bytes());
         let (_, err) = all(&buf);
-        assert!(matches!(&err.unwrap().kind, IssueKind::Format(m) if m.contains("maximum of 262144")));
+        assert!(
+            matches!(&err.unwrap().kind, IssueKind::Format(m) if m.contains("maximum of 262144"))
+        );
+    }
+
+    #[test]
+    fn modified_format_has_24_byte_records() {
+        let mut buf = LE_MICROS[..24].to_vec();
+        buf[..4].copy_from_slice(&MAGIC_MODIFIED.to_le_bytes());
+        buf.extend(&LE_MICROS[24..40]);
+        buf.extend([7, 0, 0, 0, 0x08, 0x00, 4, 0]); // ifindex, protocol, pkt_type, pad
+        buf.extend(&LE_MICROS[40..]);
+        let (pkts, err) = all(&buf);
+        assert_eq!(err, None);
+        assert_eq!(
+            pkts,
+            vec![(1_700_000_001_000_000_000, 3, 9, 1, vec![7, 8, 9])]
+        );
+        let (pkts, err) = all(&buf[..buf.len() - 1]);
+        assert!(pkts.is_empty());
+        assert_eq!(err, Some(Issue::truncated(0, 24, 27, 26)));
     }
 
     #[test]
     fn bad_header() {
-        assert!(matches!(FileHeader::parse(&LE_MICROS[..23]), Err(Issue { kind: IssueKind::Format(m), .. }) if m.contains("need 24 bytes, have 23")));
+        assert!(
+            matches!(FileHeader::parse(&LE_MICROS[..23]), Err(Issue { kind: IssueKind::Format(m), .. }) if m.contains("need 24 bytes, have 23"))
+        );
         let mut buf = LE_MICROS.to_vec();
         buf[0] = 0;
-        assert!(matches!(FileHeader::parse(&buf), Err(Issue { kind: IssueKind::Format(m), .. }) if m.contains("magic")));
+        assert!(
+            matches!(FileHeader::parse(&buf), Err(Issue { kind: IssueKind::Format(m), .. }) if m.contains("magic"))
+        );
     }
 }

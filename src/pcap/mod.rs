@@ -55,14 +55,21 @@ pub enum IssueKind {
 
 impl Issue {
     pub(crate) fn format(index: u64, offset: usize, message: impl Into<String>) -> Issue {
-        Issue { index, offset: offset as u64, kind: IssueKind::Format(message.into()) }
+        Issue {
+            index,
+            offset: offset as u64,
+            kind: IssueKind::Format(message.into()),
+        }
     }
 
     pub(crate) fn truncated(index: u64, offset: usize, need: usize, have: usize) -> Issue {
         Issue {
             index,
             offset: offset as u64,
-            kind: IssueKind::Truncated { need: need as u64, have: have as u64 },
+            kind: IssueKind::Truncated {
+                need: need as u64,
+                have: have as u64,
+            },
         }
     }
 
@@ -70,10 +77,19 @@ impl Issue {
     pub fn into_error(self, path: &Path) -> Error {
         let path = path.to_path_buf();
         match self.kind {
-            IssueKind::Format(message) => Error::Format { path, index: self.index, offset: self.offset, message },
-            IssueKind::Truncated { need, have } => {
-                Error::Truncated { path, index: self.index, offset: self.offset, need, have }
-            }
+            IssueKind::Format(message) => Error::Format {
+                path,
+                index: self.index,
+                offset: self.offset,
+                message,
+            },
+            IssueKind::Truncated { need, have } => Error::Truncated {
+                path,
+                index: self.index,
+                offset: self.offset,
+                need,
+                have,
+            },
         }
     }
 }

@@ -139,7 +139,12 @@ impl NgCursor {
     /// # Errors
     /// An [`Issue`] of kind `Format` when the first section header is short or invalid.
     pub fn new(buf: &[u8]) -> Result<NgCursor, Issue> {
-        let mut c = NgCursor { endian: Endian::Little, interfaces: Vec::new(), offset: 0, index: 0 };
+        let mut c = NgCursor {
+            endian: Endian::Little,
+            interfaces: Vec::new(),
+            offset: 0,
+            index: 0,
+        };
         // The first section header is the file header: any problem with it is a format error.
         match c.block(buf) {
             Ok(_) => Ok(c),
@@ -219,26 +224,40 @@ impl NgCursor {
         let format = |msg: String| Issue::format(index, start, msg);
 
         let mut endian = self.endian;
-        let block_type = endian.u32(rest, 0).ok_or_else(|| truncated(BLOCK_HEADER_LEN))?;
+        let block_type = endian
+            .u32(rest, 0)
+            .ok_or_else(|| truncated(BLOCK_HEADER_LEN))?;
         if block_type == BLOCK_SHB {
-            let bom = rest.get(BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + 4).ok_or_else(|| truncated(BLOCK_OVERHEAD))?;
+            let bom = rest
+                .get(BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + 4)
+                .ok_or_else(|| truncated(BLOCK_OVERHEAD))?;
             let bom: [u8; 4] = bom.try_into().map_err(|_| truncated(BLOCK_OVERHEAD))?;
             endian = match u32::from_le_bytes(bom) {
                 BYTE_ORDER_MAGIC => Endian::Little,
                 m if m.swap_bytes() == BYTE_ORDER_MAGIC => Endian::Big,
-                m => return Err(format(format!("section header has an invalid byte-order magic 0x{m:08x}"))),
+                m => {
+                    return Err(format(format!(
+                        "section header has an invalid byte-order magic 0x{m:08x}"
+                    )))
+                }
             };
         } else if start == 0 {
-            return Err(format("not a pcapng file: the first block is not a section header".into()));
+            return Err(format(
+                "not a pcapng file: the first block is not a section header".into(),
+            ));
         }
-        let len = endian.u32(rest, 4).ok_or_else(|| truncated(BLOCK_HEADER_LEN))? as usize;
+        let len = endian
+            .u32(rest, 4)
+            .ok_or_else(|| truncated(BLOCK_HEADER_LEN))? as usize;
         if len < BLOCK_OVERHEAD || len % 4 != 0 {
             return Err(format(format!(
                 "inconsistent block length {len}: must be a multiple of 4 and at least {BLOCK_OVERHEAD}"
             )));
         }
         if len > MAX_BLOCK_LEN {
-            return Err(format(format!("block length {len} exceeds the maximum of {MAX_BLOCK_LEN} bytes")));
+            return Err(format(format!(
+                "block length {len} exceeds the maximum of {MAX_BLOCK_LEN} bytes"
+            )));
         }
         let block = rest.get(..len).ok_or_else(|| truncated(len))?;
         let trailer = endian.u32(block, len - 4).ok_or_else(|| truncated(len))? as usize;
@@ -252,7 +271,10 @@ impl NgCursor {
         let step = match block_type {
             BLOCK_SHB => {
                 if body.len() < SHB_FIXED_LEN {
-                    return Err(format(format!("section header body too short: {} bytes", body.len())));
+                    return Err(format(format!(
+                        "section header body too short: {} bytes",
+                        body.len()
+                    )));
                 }
                 let _ = SHB_BYTE_ORDER;
                 let major = endian.u16(body, SHB_VERSION_MAJOR).unwrap_or(0);
@@ -276,7 +298,10 @@ impl NgCursor {
                     endian.u32(body, EPB_CAPLEN),
                     endian.u32(body, EPB_ORIGLEN),
                 ) else {
-                    return Err(format(format!("enhanced packet block too short: {} bytes", len)));
+                    return Err(format(format!(
+                        "enhanced packet block too short: {} bytes",
+                        len
+                    )));
                 };
                 let iface = self.interface(id, &format)?;
                 let data = packet_data(body, EPB_DATA, caplen, "enhanced", &format)?;
@@ -309,9 +334,9 @@ impl NgCursor {
                 })
             }
             BLOCK_SPB => {
-                let wirelen = endian
-                    .u32(body, SPB_ORIGLEN)
-                    .ok_or_else(|| format(format!("simple packet block too short: {} bytes", len)))?;
+                let wirelen = endian.u32(body, SPB_ORIGLEN).ok_or_else(|| {
+                    format(format!("simple packet block too short: {} bytes", len))
+                })?;
                 let iface = self.interface(0, &format)?;
                 let room = body.len() - SPB_DATA.min(body.len());
                 let mut caplen = (wirelen as usize).min(room);
@@ -320,7 +345,13 @@ impl NgCursor {
                 }
                 let caplen = caplen.min(MAX_CAPLEN as usize) as u32;
                 let data = packet_data(body, SPB_DATA, caplen, "simple", &format)?;
-                Step::Packet(RawPacket { ts_ns: 0, caplen, wirelen, linktype: iface.linktype, data })
+                Step::Packet(RawPacket {
+                    ts_ns: 0,
+                    caplen,
+                    wirelen,
+                    linktype: iface.linktype,
+                    data,
+                })
             }
             _ => Step::Other,
         };
@@ -349,7 +380,9 @@ fn packet_data<'a>(
     format: &impl Fn(String) -> Issue,
 ) -> Result<&'a [u8], Issue> {
     if caplen > MAX_CAPLEN {
-        return Err(format(format!("{kind} packet caplen {caplen} exceeds the maximum of {MAX_CAPLEN} bytes")));
+        return Err(format(format!(
+            "{kind} packet caplen {caplen} exceeds the maximum of {MAX_CAPLEN} bytes"
+        )));
     }
     body.get(at..at + caplen as usize).ok_or_else(|| {
         format(format!(
@@ -360,22 +393,36 @@ fn packet_data<'a>(
 }
 
 fn parse_idb(endian: Endian, body: &[u8]) -> Result<Interface, String> {
-    let (Some(linktype), Some(snaplen)) = (endian.u16(body, IDB_LINKTYPE), endian.u32(body, IDB_SNAPLEN)) else {
-        return Err(format!("interface description block too short: {} bytes of body", body.len()));
+    let (Some(linktype), Some(snaplen)) = (
+        endian.u16(body, IDB_LINKTYPE),
+        endian.u32(body, IDB_SNAPLEN),
+    ) else {
+        return Err(format!(
+            "interface description block too short: {} bytes of body",
+            body.len()
+        ));
     };
-    let mut iface =
-        Interface { linktype: u32::from(linktype), snaplen, scale: TsScale::Mul(1_000), ts_offset_s: 0 };
+    let mut iface = Interface {
+        linktype: u32::from(linktype),
+        snaplen,
+        scale: TsScale::Mul(1_000),
+        ts_offset_s: 0,
+    };
     let mut at = IDB_OPTIONS;
     while let (Some(code), Some(len)) = (endian.u16(body, at), endian.u16(body, at + 2)) {
         let value_at = at + 4;
         let len = usize::from(len);
         let Some(value) = body.get(value_at..value_at + len) else {
-            return Err(format!("interface option {code} of length {len} overruns its block"));
+            return Err(format!(
+                "interface option {code} of length {len} overruns its block"
+            ));
         };
         match code {
             OPT_END => break,
             OPT_IF_TSRESOL if len == 1 => iface.scale = TsScale::from_tsresol(value[0]),
-            OPT_IF_TSOFFSET if len == 8 => iface.ts_offset_s = endian.u64(value, 0).unwrap_or(0) as i64,
+            OPT_IF_TSOFFSET if len == 8 => {
+                iface.ts_offset_s = endian.u64(value, 0).unwrap_or(0) as i64
+            }
             _ => {}
         }
         at = value_at + len.div_ceil(4) * 4;
@@ -394,7 +441,11 @@ pub(crate) mod tests {
         let mut b = Builder::new(e);
         b.shb();
         b.idb(1, 0, &[]);
-        b.idb(101, 0, &[(OPT_IF_TSRESOL, vec![9]), (OPT_IF_TSOFFSET, b.u64b(10))]);
+        b.idb(
+            101,
+            0,
+            &[(OPT_IF_TSRESOL, vec![9]), (OPT_IF_TSOFFSET, b.u64b(10))],
+        );
         b.epb(0, 1_700_000_000_000_001, &[0xaa; 5], 60);
         b.block(0x0bad, &[1, 2, 3, 4]);
         b.epb(1, 7, &[0x45, 0, 0], 3);
@@ -497,7 +548,9 @@ pub(crate) mod tests {
         let mut out = Vec::new();
         loop {
             match c.next(buf) {
-                Ok(Some(p)) => out.push((p.ts_ns, p.caplen, p.wirelen, p.linktype, p.data.to_vec())),
+                Ok(Some(p)) => {
+                    out.push((p.ts_ns, p.caplen, p.wirelen, p.linktype, p.data.to_vec()))
+                }
                 Ok(None) => return (out, None),
                 Err(e) => return (out, Some(e)),
             }
@@ -550,7 +603,10 @@ pub(crate) mod tests {
         assert_eq!(TsScale::from_tsresol(6).to_ns(5), 5_000);
         assert_eq!(TsScale::from_tsresol(0).to_ns(2), 2_000_000_000);
         assert_eq!(TsScale::from_tsresol(12).to_ns(5_000), 5);
-        assert_eq!(TsScale::from_tsresol(0x80 | 20).to_ns(1 << 20), 1_000_000_000);
+        assert_eq!(
+            TsScale::from_tsresol(0x80 | 20).to_ns(1 << 20),
+            1_000_000_000
+        );
         assert_eq!(TsScale::from_tsresol(0x7f).to_ns(u64::MAX), 0);
         assert_eq!(TsScale::from_tsresol(0xff).to_ns(u64::MAX), 0);
     }
@@ -575,7 +631,10 @@ pub(crate) mod tests {
         assert_eq!(pkts.len(), 3);
         let err = err.unwrap();
         assert_eq!(err.index, 7);
-        assert!(matches!(&err.kind, IssueKind::Format(m) if m.contains("trailer")), "{err:?}");
+        assert!(
+            matches!(&err.kind, IssueKind::Format(m) if m.contains("trailer")),
+            "{err:?}"
+        );
 
         let mut buf = sample(Endian::Little);
         buf[28 + 4] = 13; // IDB length not a multiple of 4
@@ -609,15 +668,21 @@ pub(crate) mod tests {
         let n = b.out.len();
         b.out[n - 4 - 4 - 8..n - 4 - 4 - 4].copy_from_slice(&8u32.to_le_bytes()); // caplen 8 > 4 bytes
         let (_, err) = all(&b.out);
-        assert!(matches!(err.unwrap().kind, IssueKind::Format(m) if m.contains("exceeds its block")));
+        assert!(
+            matches!(err.unwrap().kind, IssueKind::Format(m) if m.contains("exceeds its block"))
+        );
     }
 
     #[test]
     fn bad_first_block() {
         let buf = sample(Endian::Little);
-        assert!(matches!(NgCursor::new(&buf[..10]), Err(Issue { kind: IssueKind::Format(m), .. }) if m.contains("truncated pcapng section header")));
+        assert!(
+            matches!(NgCursor::new(&buf[..10]), Err(Issue { kind: IssueKind::Format(m), .. }) if m.contains("truncated pcapng section header"))
+        );
         let mut bad = buf.clone();
         bad[8] = 0;
-        assert!(matches!(NgCursor::new(&bad), Err(Issue { kind: IssueKind::Format(m), .. }) if m.contains("byte-order magic")));
+        assert!(
+            matches!(NgCursor::new(&bad), Err(Issue { kind: IssueKind::Format(m), .. }) if m.contains("byte-order magic"))
+        );
     }
 }

@@ -34,7 +34,9 @@ impl RecordCursor {
             };
             return Err(Issue::format(0, 0, message));
         };
-        let first4: [u8; 4] = first4.try_into().map_err(|_| Issue::format(0, 0, "truncated file header"))?;
+        let first4: [u8; 4] = first4
+            .try_into()
+            .map_err(|_| Issue::format(0, 0, "truncated file header"))?;
         if u32::from_le_bytes(first4) == BLOCK_SHB {
             Ok(RecordCursor::PcapNg(NgCursor::new(buf)?))
         } else if classic::detect_magic(first4).is_some() {
@@ -43,7 +45,10 @@ impl RecordCursor {
             Err(Issue::format(
                 0,
                 0,
-                format!("not a pcap or pcapng file: unknown magic number 0x{:08x}", u32::from_be_bytes(first4)),
+                format!(
+                    "not a pcap or pcapng file: unknown magic number 0x{:08x}",
+                    u32::from_be_bytes(first4)
+                ),
             ))
         }
     }
@@ -99,11 +104,21 @@ impl FileReader {
     /// for an empty file, an unknown magic number or a truncated or invalid file header.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
+        // Check the kind first: opening a FIFO would block until a writer appears.
+        let kind = std::fs::metadata(&path).map_err(|e| Error::from_io(&path, e))?;
+        if !kind.is_file() {
+            let what = if kind.is_dir() {
+                "is a directory"
+            } else {
+                "is not a regular file (pipes and devices cannot be mapped)"
+            };
+            return Err(Error::Io {
+                path,
+                source: std::io::Error::other(what),
+            });
+        }
         let file = File::open(&path).map_err(|e| Error::from_io(&path, e))?;
         let meta = file.metadata().map_err(|e| Error::from_io(&path, e))?;
-        if meta.is_dir() {
-            return Err(Error::Io { path, source: std::io::Error::other("is a directory") });
-        }
         // SAFETY: the map is read-only; a file truncated by another process while mapped
         // raises SIGBUS, the documented limit of every mmap reader.
         let map = if meta.len() == 0 {
@@ -112,7 +127,9 @@ impl FileReader {
             Some(unsafe { Mmap::map(&file) }.map_err(|e| Error::from_io(&path, e))?)
         };
         let Some(map) = map else {
-            return Err(Issue::format(0, 0, "empty file: not a pcap or pcapng capture").into_error(&path));
+            return Err(
+                Issue::format(0, 0, "empty file: not a pcap or pcapng capture").into_error(&path),
+            );
         };
         #[cfg(unix)]
         let _ = map.advise(memmap2::Advice::Sequential);
@@ -121,7 +138,14 @@ impl FileReader {
             RecordCursor::Pcap(c) => (Some(c.header().linktype), c.header().snaplen),
             RecordCursor::PcapNg(c) => (c.peek_linktype(&map), super::MAX_CAPLEN),
         };
-        Ok(FileReader { path, map: Arc::new(map), cursor, done: false, linktype, snaplen })
+        Ok(FileReader {
+            path,
+            map: Arc::new(map),
+            cursor,
+            done: false,
+            linktype,
+            snaplen,
+        })
     }
 
     /// The path this reader was opened with.
@@ -224,13 +248,22 @@ mod tests {
         assert!(matches!(err, Error::NotFound { .. }));
         let empty = write_temp("empty.pcap", &[]);
         let err = FileReader::open(&empty).err().unwrap();
-        assert!(matches!(&err, Error::Format { message, offset: 0, index: 0, path } if message.contains("empty file") && path == &empty), "{err}");
+        assert!(
+            matches!(&err, Error::Format { message, offset: 0, index: 0, path } if message.contains("empty file") && path == &empty),
+            "{err}"
+        );
         let junk = write_temp("junk.pcap", b"hello world, not a capture");
         let err = FileReader::open(&junk).err().unwrap();
-        assert!(err.to_string().contains("unknown magic number 0x68656c6c"), "{err}");
+        assert!(
+            err.to_string().contains("unknown magic number 0x68656c6c"),
+            "{err}"
+        );
         let short = write_temp("short.pcap", &classic_file(0)[..10]);
         let err = FileReader::open(&short).err().unwrap();
-        assert!(err.to_string().contains("truncated pcap file header"), "{err}");
+        assert!(
+            err.to_string().contains("truncated pcap file header"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -239,7 +272,10 @@ mod tests {
         bytes.truncate(bytes.len() - 10);
         let path = write_temp("trunc.pcap", &bytes);
         let mut r = FileReader::open(&path).unwrap();
-        assert_eq!((r.linktype(), r.snaplen(), r.format()), (Some(1), 65535, FileFormat::Pcap));
+        assert_eq!(
+            (r.linktype(), r.snaplen(), r.format()),
+            (Some(1), 65535, FileFormat::Pcap)
+        );
         let mut n = 0;
         let err = loop {
             match r.next_packet() {
@@ -252,7 +288,19 @@ mod tests {
             }
         };
         assert_eq!(n, 2);
-        assert!(matches!(err, Error::Truncated { index: 2, offset: 184, need: 80, have: 70, .. }), "{err}");
+        assert!(
+            matches!(
+                err,
+                Error::Truncated {
+                    index: 2,
+                    offset: 184,
+                    need: 80,
+                    have: 70,
+                    ..
+                }
+            ),
+            "{err}"
+        );
         assert!(r.next_packet().unwrap().is_none());
     }
 

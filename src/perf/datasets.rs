@@ -52,9 +52,14 @@ impl Case {
     /// # Errors
     /// [`Error::InvalidArgument`] naming the allowed values.
     pub fn parse(name: &str) -> Result<Case> {
-        Case::ALL.into_iter().find(|c| c.name() == name).ok_or_else(|| {
-            Error::InvalidArgument(format!("case must be 'udp-64', 'tcp-512' or 'mixed', not {name:?}"))
-        })
+        Case::ALL
+            .into_iter()
+            .find(|c| c.name() == name)
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "case must be 'udp-64', 'tcp-512' or 'mixed', not {name:?}"
+                ))
+            })
     }
 
     /// The case's name.
@@ -98,7 +103,9 @@ impl Case {
 /// [`Error::InvalidArgument`] for a size below 64 or above 65535 + 14.
 pub fn frame(size: usize, traffic: Traffic) -> Result<Vec<u8>> {
     if !(64..=65_535 + ETH_LEN).contains(&size) {
-        return Err(Error::InvalidArgument(format!("frame size must be between 64 and 65549, not {size}")));
+        return Err(Error::InvalidArgument(format!(
+            "frame size must be between 64 and 65549, not {size}"
+        )));
     }
     let mut f = Vec::with_capacity(size);
     f.extend(ETH_DST);
@@ -172,10 +179,16 @@ pub fn generate(case: Case, count: u64, path: impl AsRef<Path>) -> Result<Datase
     if file_size != expected {
         return Err(Error::Io {
             path: path.to_path_buf(),
-            source: std::io::Error::other(format!("dataset file is {file_size} bytes, expected {expected}")),
+            source: std::io::Error::other(format!(
+                "dataset file is {file_size} bytes, expected {expected}"
+            )),
         });
     }
-    Ok(Dataset { packets: count, bytes, file_size })
+    Ok(Dataset {
+        packets: count,
+        bytes,
+        file_size,
+    })
 }
 
 #[cfg(test)]
@@ -188,8 +201,10 @@ mod tests {
     fn udp_frame_bytes() {
         let f = frame(64, Traffic::Udp).unwrap();
         let expect: [u8; 42] = [
-            0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x08, 0x00, //
-            0x45, 0x00, 0x00, 0x32, 0x00, 0x01, 0x40, 0x00, 0x40, 0x11, 0x00, 0x00, 10, 0, 0, 1, 10, 0, 0, 2, //
+            0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x08,
+            0x00, //
+            0x45, 0x00, 0x00, 0x32, 0x00, 0x01, 0x40, 0x00, 0x40, 0x11, 0x00, 0x00, 10, 0, 0, 1,
+            10, 0, 0, 2, //
             0x2e, 0xe0, 0x14, 0xb4, 0x00, 0x1e, 0x00, 0x00,
         ];
         assert_eq!(&f[..42], &expect);
@@ -214,12 +229,22 @@ mod tests {
     fn generate_mixed_reads_back() {
         let path = std::env::temp_dir().join(format!("paclo-ds-{}.pcap", std::process::id()));
         let d = generate(Case::Mixed, 5, &path).unwrap();
-        assert_eq!(d, Dataset { packets: 5, bytes: 3 * 64 + 2 * 512, file_size: 24 + 80 + 1216 });
+        assert_eq!(
+            d,
+            Dataset {
+                packets: 5,
+                bytes: 3 * 64 + 2 * 512,
+                file_size: 24 + 80 + 1216
+            }
+        );
         let mut r = FileReader::open(&path).unwrap();
         assert_eq!(r.snaplen(), SNAPLEN);
         let mut sizes = Vec::new();
         while let Some(p) = r.next_packet().unwrap() {
-            assert_eq!(p.ts_ns, 1_700_000_000_000_000_000 + sizes.len() as i64 * 1_000);
+            assert_eq!(
+                p.ts_ns,
+                1_700_000_000_000_000_000 + sizes.len() as i64 * 1_000
+            );
             sizes.push(p.caplen);
         }
         assert_eq!(sizes, [64, 512, 64, 512, 64]);

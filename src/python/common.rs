@@ -3,10 +3,6 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use std::sync::Arc;
-
-use memmap2::Mmap;
-
 use crate::source::RawPacket;
 
 /// What a source yields for each packet.
@@ -41,7 +37,10 @@ pub fn to_python<'py>(
     pkt: &RawPacket<'_>,
 ) -> PyResult<(Bound<'py, PyAny>, bool)> {
     match mode {
-        DecodeMode::Raw => Ok((Bound::new(py, super::reader::Packet::from_raw(py, pkt))?.into_any(), false)),
+        DecodeMode::Raw => Ok((
+            Bound::new(py, super::reader::Packet::from_raw(py, pkt))?.into_any(),
+            false,
+        )),
         DecodeMode::Full => super::decode::full_map(py, pkt).map(|(d, e)| (d.into_any(), e)),
         DecodeMode::Flow => super::flow::flow_dict(py, pkt).map(|(d, e)| (d.into_any(), e)),
     }
@@ -54,11 +53,14 @@ pub fn to_python_mapped<'py>(
     py: Python<'py>,
     mode: DecodeMode,
     pkt: &RawPacket<'_>,
-    map: &Arc<Mmap>,
+    map: &Py<super::reader::MappedFile>,
     offset: usize,
 ) -> PyResult<(Bound<'py, PyAny>, bool)> {
     match mode {
-        DecodeMode::Raw => Ok((Bound::new(py, super::reader::Packet::from_mapped(map, offset, pkt))?.into_any(), false)),
+        DecodeMode::Raw => Ok((
+            Bound::new(py, super::reader::Packet::from_mapped(py, map, offset, pkt))?.into_any(),
+            false,
+        )),
         _ => to_python(py, mode, pkt),
     }
 }

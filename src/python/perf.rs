@@ -16,12 +16,19 @@ fn native_alloc_counts() -> (u64, u64) {
 }
 
 fn check_count(count: i64) -> PyResult<u64> {
-    u64::try_from(count).map_err(|_| PyValueError::new_err(format!("count must be a non-negative integer, not {count}")))
+    u64::try_from(count).map_err(|_| {
+        PyValueError::new_err(format!("count must be a non-negative integer, not {count}"))
+    })
 }
 
 /// Write `count` packets of `case` to `path`; returns (packets, bytes, file_size).
 #[pyfunction]
-fn generate_dataset(py: Python<'_>, case: &str, count: i64, path: PathBuf) -> PyResult<(u64, u64, u64)> {
+fn generate_dataset(
+    py: Python<'_>,
+    case: &str,
+    count: i64,
+    path: PathBuf,
+) -> PyResult<(u64, u64, u64)> {
     let case = Case::parse(case)?;
     let count = check_count(count)?;
     let d = py.detach(|| datasets::generate(case, count, &path))?;
