@@ -104,13 +104,14 @@ pub struct ProjectionBuilder {
     dst_port: Vec<u16>,
     vlan: Vec<u16>,
     flags: Vec<u8>,
-    /// Per row: [`PORTS`] | [`FLAGS`]. L3 presence is `ip_version != 0` and VLAN presence
+    /// Per row: [`PORTS`] | [`FLAGS`] | [`PROTOCOL`]. L3 presence is `ip_version != 0` and VLAN presence
     /// is `vlan != NO_VLAN`, so one byte carries the validity that is not in the data.
     present: Vec<u8>,
 }
 
 const PORTS: u8 = 1;
 const FLAGS: u8 = 2;
+const PROTOCOL: u8 = 4;
 /// Marks "no VLAN" in the VLAN column (ids are 12 bits).
 const NO_VLAN: u16 = u16::MAX;
 
@@ -167,7 +168,9 @@ impl ProjectionBuilder {
         self.dst_port.push(f.dst_port);
         self.vlan.push(if f.has_vlan { f.vlan_id } else { NO_VLAN });
         self.flags.push(f.tcp_flags);
-        self.present.push((u8::from(f.has_ports) * PORTS) | (u8::from(f.has_tcp_flags) * FLAGS));
+        self.present.push(
+            (u8::from(f.has_ports) * PORTS) | (u8::from(f.has_tcp_flags) * FLAGS) | (u8::from(f.has_protocol) * PROTOCOL),
+        );
     }
 
     /// The held rows as a batch (None when empty); the columns are then empty again.
@@ -184,6 +187,7 @@ impl ProjectionBuilder {
         let has_l3 = validity(n, |i| ipv[i] != 0);
         let has_ports = validity(n, |i| present[i] & PORTS != 0);
         let has_flags = validity(n, |i| present[i] & FLAGS != 0);
+        let has_protocol = validity(n, |i| present[i] & PROTOCOL != 0);
         let has_vlan = validity(n, |i| vlan[i] != NO_VLAN);
         self.present.clear();
         let columns: Vec<ArrayRef> = vec![
@@ -191,7 +195,7 @@ impl ProjectionBuilder {
             prim::<UInt32Type>(take(&mut self.caplen, cap), None),
             prim::<UInt32Type>(take(&mut self.len, cap), None),
             prim::<UInt8Type>(take(&mut self.ip_version, cap), Some(has_l3.clone())),
-            prim::<UInt8Type>(take(&mut self.protocol, cap), Some(has_l3.clone())),
+            prim::<UInt8Type>(take(&mut self.protocol, cap), Some(has_protocol)),
             addrs(take(&mut self.src, cap * ADDR_LEN), Some(has_l3.clone())),
             addrs(take(&mut self.dst, cap * ADDR_LEN), Some(has_l3)),
             prim::<UInt16Type>(take(&mut self.src_port, cap), Some(has_ports.clone())),

@@ -100,9 +100,9 @@ impl Packed {
 }
 
 impl FlowKey {
-    /// The key of a projected packet (None without L3).
+    /// The key of a projected packet (None without L3 or without a known protocol).
     pub fn from_fields(f: &FlowFields, with_vlan: bool) -> Option<FlowKey> {
-        if f.ip_version == 0 {
+        if f.ip_version == 0 || !f.has_protocol {
             return None;
         }
         Some(FlowKey {
@@ -260,7 +260,8 @@ impl FlowTable {
         }
     }
 
-    /// Packets seen, and how many of them had no IP layer (not aggregated).
+    /// Packets seen, and how many of them no flow counts (no IP layer, or an IPv6
+    /// extension chain that hides the protocol).
     pub fn counts(&self) -> (u64, u64) {
         (self.packets, self.without_ip)
     }
@@ -281,7 +282,7 @@ impl FlowTable {
         self.packets += 1;
         self.last_ts = self.last_ts.max(pkt.ts_ns);
         fastpath::parse(pkt.linktype, pkt.data, &mut self.fields);
-        if self.fields.ip_version == 0 {
+        if self.fields.ip_version == 0 || !self.fields.has_protocol {
             self.without_ip += 1;
             return;
         }
@@ -433,7 +434,7 @@ fn flow_batch(rows: &[(FlowKey, FlowStats, Expiration)], opts: FlowOptions, tota
     }
     let mut schema = flow_schema(opts);
     schema.metadata.insert("paclo.packets_total".to_string(), total.to_string());
-    schema.metadata.insert("paclo.packets_without_ip".to_string(), without_ip.to_string());
+    schema.metadata.insert("paclo.packets_not_aggregated".to_string(), without_ip.to_string());
     let schema: SchemaRef = Arc::new(schema);
     RecordBatch::try_new(schema, columns).expect("flow columns match their schema")
 }
@@ -452,6 +453,7 @@ mod tests {
         ) {
             let f = FlowFields {
                 ip_version: if v6 { 6 } else { 4 },
+                has_protocol: true,
                 protocol: proto,
                 src,
                 dst: if same_addr { src } else { dst },

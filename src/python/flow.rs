@@ -50,7 +50,7 @@ pub fn flow_dict<'py>(py: Python<'py>, pkt: &RawPacket<'_>) -> PyResult<(Bound<'
     d.set_item(k(3), pkt.wirelen)?;
     let l3 = f.ip_version != 0;
     d.set_item(k(4), l3.then_some(f.ip_version))?;
-    d.set_item(k(5), l3.then_some(f.protocol))?;
+    d.set_item(k(5), f.has_protocol.then_some(f.protocol))?;
     d.set_item(k(6), l3.then(|| PyBytes::new(py, &f.src)))?;
     d.set_item(k(7), l3.then(|| PyBytes::new(py, &f.dst)))?;
     d.set_item(k(8), f.has_ports.then_some(f.src_port))?;
