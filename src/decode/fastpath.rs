@@ -434,16 +434,14 @@ fn ipv6(s: &[u8], out: &mut FlowFields) {
     out.dst = dst;
     let mut next = next;
     let mut count = 0;
-    loop {
-        match next {
-            ip_proto::HOP_BY_HOP | ip_proto::ROUTING | ip_proto::DEST_OPTS | ip_proto::FRAGMENT | ip_proto::AH => {
-                if count == MAX_IPV6_EXT_HEADERS || (next == ip_proto::HOP_BY_HOP && count > 0) {
-                    return;
-                }
-                count += 1;
-            }
-            _ => break,
+    while matches!(
+        next,
+        ip_proto::HOP_BY_HOP | ip_proto::ROUTING | ip_proto::DEST_OPTS | ip_proto::FRAGMENT | ip_proto::AH
+    ) {
+        if count == MAX_IPV6_EXT_HEADERS || (next == ip_proto::HOP_BY_HOP && count > 0) {
+            return;
         }
+        count += 1;
         let step = match next {
             ip_proto::FRAGMENT => match (payload.get(..IPV6_FRAG_HEADER_LEN), be16(payload, 2)) {
                 (Some(h), Some(bits)) => {
