@@ -230,7 +230,7 @@ fn v6_addr(d: &[u8], i: usize) -> Option<[u8; 16]> {
 /// Parse `data` of link type `linktype` into `out` (every field is overwritten).
 ///
 /// Unknown link types give a row without L3 and no error.
-#[inline]
+#[inline(always)]
 pub fn parse(linktype: u32, data: &[u8], out: &mut FlowFields) {
     *out = FlowFields::default();
     match linktype {
