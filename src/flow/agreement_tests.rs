@@ -143,6 +143,23 @@ fn corpus_and_every_prefix_agree() {
     assert!(with_ports > 20 && fragments > 10 && v6_ext > 2, "{with_ports} {fragments} {v6_ext}");
 }
 
+/// A corpus frame with up to five bytes overwritten and up to a quarter cut off its end.
+fn mutated_frame() -> impl Strategy<Value = (u32, Vec<u8>)> {
+    let edits = proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..6);
+    (any::<prop::sample::Index>(), edits, any::<prop::sample::Index>()).prop_map(|(pick, edits, cut)| {
+        let corpus = testdata::corpus();
+        let (lt, frame) = &corpus[pick.index(corpus.len())];
+        let mut data = frame.clone();
+        for (at, byte) in edits {
+            let i = at.index(data.len());
+            data[i] = byte;
+        }
+        let keep = data.len() - cut.index(data.len() / 4 + 1);
+        data.truncate(keep);
+        (*lt, data)
+    })
+}
+
 fn any_linktype() -> impl Strategy<Value = u32> {
     prop_oneof![Just(linktype::ETHERNET), Just(linktype::RAW)]
 }
@@ -156,21 +173,8 @@ proptest! {
     }
 
     #[test]
-    fn mutated_corpus_agrees(
-        pick in any::<prop::sample::Index>(),
-        edits in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..6),
-        cut in any::<prop::sample::Index>(),
-    ) {
-        let corpus = testdata::corpus();
-        let (lt, frame) = &corpus[pick.index(corpus.len())];
-        let mut data = frame.clone();
-        for (at, byte) in edits {
-            let i = at.index(data.len());
-            data[i] = byte;
-        }
-        let keep = data.len() - cut.index(data.len() / 4 + 1);
-        data.truncate(keep);
-        check(*lt, &data);
+    fn mutated_corpus_agrees((lt, data) in mutated_frame()) {
+        check(lt, &data);
     }
 }
 
@@ -253,20 +257,7 @@ proptest! {
     }
 
     #[test]
-    fn mutated_corpus_agrees_with_the_decoder(
-        pick in any::<prop::sample::Index>(),
-        edits in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..6),
-        cut in any::<prop::sample::Index>(),
-    ) {
-        let corpus = testdata::corpus();
-        let (lt, frame) = &corpus[pick.index(corpus.len())];
-        let mut data = frame.clone();
-        for (at, byte) in edits {
-            let i = at.index(data.len());
-            data[i] = byte;
-        }
-        let keep = data.len() - cut.index(data.len() / 4 + 1);
-        data.truncate(keep);
-        check_decoder(*lt, &data);
+    fn mutated_corpus_agrees_with_the_decoder((lt, data) in mutated_frame()) {
+        check_decoder(lt, &data);
     }
 }

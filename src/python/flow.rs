@@ -5,7 +5,6 @@
 //! without copying. Native loops run with the GIL released.
 
 use std::ffi::CString;
-use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 use std::sync::Mutex;
 
@@ -19,6 +18,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyCapsule, PyDict, PyList, PyString};
 
 use super::error::TruncatedCaptureWarning;
+use crate::decode::addr;
 use crate::decode::fastpath::{self, FlowFields};
 use crate::error::{Error, Result};
 use crate::flow::{self, columns, FlowKey, FlowOptions, FlowTable, KeepAll, PacketFilter, RawBatchBuilder};
@@ -206,13 +206,26 @@ fn flow_table(
     Ok(ArrowStream::from_batches(batch.schema(), vec![batch]))
 }
 
-/// Text of an address: dotted IPv4, or RFC 5952 IPv6.
-fn addr_text(version: u8, a: &[u8; 16]) -> String {
+const MAPPED_PREFIX: [u8; 12] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff];
+
+/// Text of a 16-byte address: dotted IPv4 for version 4, RFC 5952 IPv6 otherwise (an
+/// IPv4-mapped IPv6 address in the mixed form `::ffff:a.b.c.d`, RFC 5952 §5).
+fn write_addr(out: &mut String, version: u8, a: &[u8; 16]) {
+    let v4 = [a[12], a[13], a[14], a[15]];
     if version == 4 {
-        Ipv4Addr::new(a[12], a[13], a[14], a[15]).to_string()
+        out.push_str(addr::ipv4(&v4).as_str());
+    } else if a[..12] == MAPPED_PREFIX {
+        out.push_str("::ffff:");
+        out.push_str(addr::ipv4(&v4).as_str());
     } else {
-        Ipv6Addr::from(*a).to_string()
+        out.push_str(addr::ipv6_compact(a).as_str());
     }
+}
+
+fn addr_text(version: u8, a: &[u8; 16]) -> String {
+    let mut s = String::with_capacity(39);
+    write_addr(&mut s, version, a);
+    s
 }
 
 fn endpoint(version: u8, a: &[u8; 16], port: Option<u16>) -> String {
@@ -357,24 +370,39 @@ fn addresses_to_str<'py>(
     valid: &[u8],
     versions: Option<&[u8]>,
 ) -> PyResult<Bound<'py, PyList>> {
-    if buf.len() != valid.len() * 16 || versions.as_ref().is_some_and(|v| v.len() != valid.len()) {
+    if buf.len() != valid.len() * 16 || versions.is_some_and(|v| v.len() != valid.len()) {
         return Err(PyValueError::new_err("address buffer, validity and versions differ in length"));
     }
-    let texts: Vec<Option<String>> = py.detach(|| {
-        valid
+    // Format every address into one buffer with the GIL released, then make the strings.
+    let (text, ends): (String, Vec<Option<usize>>) = py.detach(|| {
+        let mut text = String::with_capacity(valid.len() * 16);
+        let ends = valid
             .iter()
             .enumerate()
             .map(|(i, ok)| {
                 (*ok != 0).then(|| {
                     let a: [u8; 16] = buf[i * 16..i * 16 + 16].try_into().expect("16 bytes");
-                    let mapped = a[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff];
-                    let v6 = versions.as_ref().is_some_and(|v| v[i] == 6);
-                    addr_text(if mapped && !v6 { 4 } else { 6 }, &a)
+                    let v6 = versions.is_some_and(|v| v[i] == 6);
+                    let version = if a[..12] == MAPPED_PREFIX && !v6 { 4 } else { 6 };
+                    write_addr(&mut text, version, &a);
+                    text.len()
                 })
             })
-            .collect()
+            .collect();
+        (text, ends)
     });
-    PyList::new(py, texts)
+    let out = PyList::empty(py);
+    let mut start = 0;
+    for end in ends {
+        match end {
+            Some(e) => {
+                out.append(PyString::new(py, &text[start..e]))?;
+                start = e;
+            }
+            None => out.append(py.None())?,
+        }
+    }
+    Ok(out)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
