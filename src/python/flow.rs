@@ -117,6 +117,7 @@ impl ArrowStream {
     }
 
     /// The batches as an `arrow_array_stream` capsule (once; the stream is then consumed).
+    /// `requested_schema` is accepted and not applied, as the interface allows.
     #[pyo3(signature = (requested_schema = None))]
     fn __arrow_c_stream__<'py>(
         &self,
