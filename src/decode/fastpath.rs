@@ -49,10 +49,6 @@ pub mod linktype {
     pub const LOOP: u32 = 108;
     /// Linux cooked capture v1.
     pub const LINUX_SLL: u32 = 113;
-    /// Raw IPv4.
-    pub const IPV4: u32 = 228;
-    /// Raw IPv6.
-    pub const IPV6: u32 = 229;
     /// Linux cooked capture v2.
     pub const LINUX_SLL2: u32 = 276;
 }
@@ -241,9 +237,7 @@ pub fn parse(linktype: u32, data: &[u8], out: &mut FlowFields) {
             };
             ether(data, ETH_HEADER_LEN, et, out);
         }
-        linktype::RAW | linktype::RAW_12 | linktype::RAW_14 | linktype::IPV4 | linktype::IPV6 => {
-            ip(data, out)
-        }
+        linktype::RAW | linktype::RAW_12 | linktype::RAW_14 => ip(data, out),
         linktype::LINUX_SLL => {
             let Some(et) = be16(data, SLL_PROTOCOL_OFFSET) else {
                 out.error = Some(StopReason::TruncatedLink);

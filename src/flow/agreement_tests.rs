@@ -245,6 +245,10 @@ fn decoder_linktype() -> impl Strategy<Value = u32> {
         Just(linktype::LINUX_SLL2),
         Just(linktype::NULL),
         Just(linktype::LOOP),
+        Just(linktype::RAW_12),
+        Just(linktype::RAW_14),
+        Just(228u32),
+        Just(9999u32),
     ]
 }
 
