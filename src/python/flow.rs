@@ -146,13 +146,11 @@ fn factory(filter: Option<String>) -> impl Fn(&FileReader) -> Result<Box<dyn Pac
     move |r| make_filter(filter.as_deref(), r).map(|f| f as Box<dyn PacketFilter>)
 }
 
-/// Rows per `project` batch: large batches let the columns sit on huge pages, which
-/// removes most of the cost of filling fresh memory.
-const PROJECT_BATCH: usize = 1 << 20;
-
-/// Project the packets of `paths` into an Arrow stream.
+/// Project the packets of `paths` into an Arrow stream. Batches default to 2^20 rows:
+/// large batches let the columns sit on huge pages, which removes most of the cost of
+/// filling fresh memory.
 #[pyfunction]
-#[pyo3(signature = (paths, *, filter = None, batch_size = PROJECT_BATCH))]
+#[pyo3(signature = (paths, *, filter = None, batch_size = 1_048_576))]
 fn flow_project(py: Python<'_>, paths: Vec<PathBuf>, filter: Option<String>, batch_size: usize) -> PyResult<ArrowStream> {
     let paths = paths_opts(paths)?;
     if batch_size == 0 {
