@@ -26,3 +26,4 @@ pub use packet::{decode, App, Decoded, FlowKey, FlowProto, Ipv4, Ipv6, L3, L4};
 
 #[cfg(test)]
 mod tests;
+pub mod fastpath;

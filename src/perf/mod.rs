@@ -1,1 +1,3 @@
 //! Deterministic perf datasets and measurement helpers.
+
+pub mod datasets;

@@ -37,8 +37,30 @@ pub fn to_python<'py>(
     pkt: &RawPacket<'_>,
 ) -> PyResult<(Bound<'py, PyAny>, bool)> {
     match mode {
-        DecodeMode::Raw => Ok((Bound::new(py, super::reader::Packet::from_raw(py, pkt))?.into_any(), false)),
+        DecodeMode::Raw => Ok((
+            Bound::new(py, super::reader::Packet::from_raw(py, pkt))?.into_any(),
+            false,
+        )),
         DecodeMode::Full => super::decode::full_map(py, pkt).map(|(d, e)| (d.into_any(), e)),
         DecodeMode::Flow => super::flow::flow_dict(py, pkt).map(|(d, e)| (d.into_any(), e)),
+    }
+}
+
+/// As [`to_python`], for a packet whose bytes lie at `offset` in `map`: in raw mode the
+/// `Packet` keeps the map and copies its bytes only when they are first read.
+#[inline]
+pub fn to_python_mapped<'py>(
+    py: Python<'py>,
+    mode: DecodeMode,
+    pkt: &RawPacket<'_>,
+    map: &Py<super::reader::MappedFile>,
+    offset: usize,
+) -> PyResult<(Bound<'py, PyAny>, bool)> {
+    match mode {
+        DecodeMode::Raw => Ok((
+            Bound::new(py, super::reader::Packet::from_mapped(py, map, offset, pkt))?.into_any(),
+            false,
+        )),
+        _ => to_python(py, mode, pkt),
     }
 }

@@ -1,6 +1,12 @@
 //! Perf helpers: dataset generation and the native allocation counters.
 
+use std::path::PathBuf;
+
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::perf::datasets::{self, Case};
 
 /// (allocations, bytes) requested from the Rust allocator by the whole process so far.
 #[pyfunction]
@@ -9,7 +15,46 @@ fn native_alloc_counts() -> (u64, u64) {
     (c.allocs, c.bytes)
 }
 
+fn check_count(count: i64) -> PyResult<u64> {
+    u64::try_from(count).map_err(|_| {
+        PyValueError::new_err(format!("count must be a non-negative integer, not {count}"))
+    })
+}
+
+/// Write `count` packets of `case` to `path`; returns (packets, bytes, file_size).
+#[pyfunction]
+fn generate_dataset(
+    py: Python<'_>,
+    case: &str,
+    count: i64,
+    path: PathBuf,
+) -> PyResult<(u64, u64, u64)> {
+    let case = Case::parse(case)?;
+    let count = check_count(count)?;
+    let d = py.detach(|| datasets::generate(case, count, &path))?;
+    Ok((d.packets, d.bytes, d.file_size))
+}
+
+/// (captured bytes, file size) of `count` packets of `case`.
+#[pyfunction]
+fn dataset_expected(case: &str, count: i64) -> PyResult<(u64, u64)> {
+    let case = Case::parse(case)?;
+    let count = check_count(count)?;
+    Ok((case.expected_bytes(count), case.expected_file_size(count)))
+}
+
+/// The frame bytes of packet `index` of `case`.
+#[pyfunction]
+fn dataset_frame<'py>(py: Python<'py>, case: &str, index: i64) -> PyResult<Bound<'py, PyBytes>> {
+    let case = Case::parse(case)?;
+    let (size, traffic) = case.frame_kind(check_count(index)?);
+    Ok(PyBytes::new(py, &datasets::frame(size, traffic)?))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(native_alloc_counts, m)?)?;
+    m.add_function(wrap_pyfunction!(generate_dataset, m)?)?;
+    m.add_function(wrap_pyfunction!(dataset_expected, m)?)?;
+    m.add_function(wrap_pyfunction!(dataset_frame, m)?)?;
     Ok(())
 }

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Every test paclo has: the Rust suite, the Python suite against the installed package,
+# and a bounded fuzz run of the decoder. Run from anywhere; needs libpcap-dev, pkg-config,
+# a C compiler, Rust and Python 3.11+.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+echo "== install paclo with its test dependencies"
+python3 -m pip install --quiet ".[test]"
+
+echo "== cargo test"
+cargo test --quiet
+
+echo "== pytest (installed package)"
+# Run from tests/ so that the installed paclo is imported, never the source tree.
+(cd tests && python3 -m pytest -q -p no:cacheprovider .)
+
+if [ -x scripts/fuzz.sh ]; then
+  echo "== fuzz (bounded)"
+  bash scripts/fuzz.sh
+fi

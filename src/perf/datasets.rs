@@ -1,0 +1,256 @@
+//! Deterministic perf datasets (reference §4.4): classic little-endian microsecond pcap,
+//! link type 1 (Ethernet), snaplen 65536, one fixed IPv4 frame template per traffic kind.
+//!
+//! Timestamps: second 1,700,000,000, microsecond `index mod 1,000,000`.
+
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::pcap::PcapWriter;
+
+/// Snapshot length written in the file header.
+pub const SNAPLEN: u32 = 65_536;
+/// Link type written in the file header (Ethernet).
+pub const LINKTYPE: u32 = 1;
+/// The timestamp's whole seconds.
+pub const BASE_SEC: i64 = 1_700_000_000;
+
+const ETH_DST: [u8; 6] = [0x10, 0x11, 0x12, 0x13, 0x14, 0x15];
+const ETH_SRC: [u8; 6] = [0x20, 0x21, 0x22, 0x23, 0x24, 0x25];
+const IP_SRC: [u8; 4] = [10, 0, 0, 1];
+const IP_DST: [u8; 4] = [10, 0, 0, 2];
+const SRC_PORT: u16 = 12_000;
+const UDP_DST_PORT: u16 = 5_300;
+const TCP_DST_PORT: u16 = 443;
+const ETH_LEN: usize = 14;
+const IPV4_LEN: usize = 20;
+
+/// A perf case.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Case {
+    /// 64-byte UDP frames.
+    Udp64,
+    /// 512-byte TCP SYN frames.
+    Tcp512,
+    /// Alternating 64-byte UDP and 512-byte TCP, starting with UDP.
+    Mixed,
+}
+
+/// Traffic kind of one frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Traffic {
+    Udp,
+    Tcp,
+}
+
+impl Case {
+    /// Every case, in the reference's order.
+    pub const ALL: [Case; 3] = [Case::Udp64, Case::Tcp512, Case::Mixed];
+
+    /// The case named `name` (`udp-64`, `tcp-512`, `mixed`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the allowed values.
+    pub fn parse(name: &str) -> Result<Case> {
+        Case::ALL
+            .into_iter()
+            .find(|c| c.name() == name)
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "case must be 'udp-64', 'tcp-512' or 'mixed', not {name:?}"
+                ))
+            })
+    }
+
+    /// The case's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Case::Udp64 => "udp-64",
+            Case::Tcp512 => "tcp-512",
+            Case::Mixed => "mixed",
+        }
+    }
+
+    /// Size and traffic of frame `index`.
+    pub fn frame_kind(self, index: u64) -> (usize, Traffic) {
+        match self {
+            Case::Udp64 => (64, Traffic::Udp),
+            Case::Tcp512 => (512, Traffic::Tcp),
+            Case::Mixed if index % 2 == 0 => (64, Traffic::Udp),
+            Case::Mixed => (512, Traffic::Tcp),
+        }
+    }
+
+    /// Captured bytes of `count` frames.
+    pub fn expected_bytes(self, count: u64) -> u64 {
+        match self {
+            Case::Udp64 => 64 * count,
+            Case::Tcp512 => 512 * count,
+            Case::Mixed => 64 * count.div_ceil(2) + 512 * (count / 2),
+        }
+    }
+
+    /// Size of the file: 24 + sum(16 + frame).
+    pub fn expected_file_size(self, count: u64) -> u64 {
+        24 + 16 * count + self.expected_bytes(count)
+    }
+}
+
+/// The frame template: Ethernet, IPv4 (DF, TTL 64, checksum 0), then UDP 12000->5300 or
+/// TCP 12000->443 SYN, zero payload. `size` must be at least 64.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for a size below 64 or above 65535 + 14.
+pub fn frame(size: usize, traffic: Traffic) -> Result<Vec<u8>> {
+    if !(64..=65_535 + ETH_LEN).contains(&size) {
+        return Err(Error::InvalidArgument(format!(
+            "frame size must be between 64 and 65549, not {size}"
+        )));
+    }
+    let mut f = Vec::with_capacity(size);
+    f.extend(ETH_DST);
+    f.extend(ETH_SRC);
+    f.extend(0x0800u16.to_be_bytes());
+    f.push(0x45);
+    f.push(0);
+    f.extend(((size - ETH_LEN) as u16).to_be_bytes());
+    f.extend(1u16.to_be_bytes());
+    f.extend(0x4000u16.to_be_bytes());
+    f.push(64);
+    f.push(if traffic == Traffic::Tcp { 6 } else { 17 });
+    f.extend([0, 0]);
+    f.extend(IP_SRC);
+    f.extend(IP_DST);
+    f.extend(SRC_PORT.to_be_bytes());
+    match traffic {
+        Traffic::Udp => {
+            f.extend(UDP_DST_PORT.to_be_bytes());
+            f.extend(((size - ETH_LEN - IPV4_LEN) as u16).to_be_bytes());
+            f.extend([0, 0]);
+        }
+        Traffic::Tcp => {
+            f.extend(TCP_DST_PORT.to_be_bytes());
+            f.extend(1u32.to_be_bytes());
+            f.extend(0u32.to_be_bytes());
+            f.extend(0x5002u16.to_be_bytes());
+            f.extend(65_535u16.to_be_bytes());
+            f.extend([0, 0, 0, 0]);
+        }
+    }
+    f.resize(size, 0);
+    Ok(f)
+}
+
+/// Timestamp of packet `index`, in nanoseconds.
+pub fn timestamp_ns(index: u64) -> i64 {
+    BASE_SEC * 1_000_000_000 + (index % 1_000_000) as i64 * 1_000
+}
+
+/// What [`generate`] wrote.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dataset {
+    pub packets: u64,
+    pub bytes: u64,
+    pub file_size: u64,
+}
+
+/// Write `count` packets of `case` to `path` (replacing it), then check its size.
+///
+/// # Errors
+/// I/O errors of `path`; [`Error::Io`] if the written size is not the expected one.
+pub fn generate(case: Case, count: u64, path: impl AsRef<Path>) -> Result<Dataset> {
+    let path = path.as_ref();
+    let udp = frame(64, Traffic::Udp)?;
+    let tcp = frame(512, Traffic::Tcp)?;
+    let mut w = PcapWriter::create(path, LINKTYPE, SNAPLEN, false)?;
+    let mut bytes = 0;
+    for i in 0..count {
+        let data = match case.frame_kind(i).1 {
+            Traffic::Udp => &udp,
+            Traffic::Tcp => &tcp,
+        };
+        w.write_packet(timestamp_ns(i), data, data.len() as u32)?;
+        bytes += data.len() as u64;
+    }
+    let file = w.finish()?;
+    file.sync_data().ok();
+    let file_size = file.metadata().map_err(|e| Error::from_io(path, e))?.len();
+    let expected = case.expected_file_size(count);
+    if file_size != expected {
+        return Err(Error::Io {
+            path: path.to_path_buf(),
+            source: std::io::Error::other(format!(
+                "dataset file is {file_size} bytes, expected {expected}"
+            )),
+        });
+    }
+    Ok(Dataset {
+        packets: count,
+        bytes,
+        file_size,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pcap::FileReader;
+    use crate::source::PacketSource;
+
+    #[test]
+    fn udp_frame_bytes() {
+        let f = frame(64, Traffic::Udp).unwrap();
+        let expect: [u8; 42] = [
+            0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x08,
+            0x00, //
+            0x45, 0x00, 0x00, 0x32, 0x00, 0x01, 0x40, 0x00, 0x40, 0x11, 0x00, 0x00, 10, 0, 0, 1,
+            10, 0, 0, 2, //
+            0x2e, 0xe0, 0x14, 0xb4, 0x00, 0x1e, 0x00, 0x00,
+        ];
+        assert_eq!(&f[..42], &expect);
+        assert!(f[42..].iter().all(|&b| b == 0));
+        assert_eq!(f.len(), 64);
+    }
+
+    #[test]
+    fn tcp_frame_bytes() {
+        let f = frame(512, Traffic::Tcp).unwrap();
+        assert_eq!(&f[14..20], &[0x45, 0, 0x01, 0xf2, 0, 1]);
+        assert_eq!(f[23], 6);
+        assert_eq!(
+            &f[34..54],
+            &[0x2e, 0xe0, 0x01, 0xbb, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x02, 0xff, 0xff, 0, 0, 0, 0]
+        );
+        assert_eq!(f.len(), 512);
+        assert!(frame(63, Traffic::Udp).is_err());
+    }
+
+    #[test]
+    fn generate_mixed_reads_back() {
+        let path = std::env::temp_dir().join(format!("paclo-ds-{}.pcap", std::process::id()));
+        let d = generate(Case::Mixed, 5, &path).unwrap();
+        assert_eq!(
+            d,
+            Dataset {
+                packets: 5,
+                bytes: 3 * 64 + 2 * 512,
+                file_size: 24 + 80 + 1216
+            }
+        );
+        let mut r = FileReader::open(&path).unwrap();
+        assert_eq!(r.snaplen(), SNAPLEN);
+        let mut sizes = Vec::new();
+        while let Some(p) = r.next_packet().unwrap() {
+            assert_eq!(
+                p.ts_ns,
+                1_700_000_000_000_000_000 + sizes.len() as i64 * 1_000
+            );
+            sizes.push(p.caplen);
+        }
+        assert_eq!(sizes, [64, 512, 64, 512, 64]);
+        std::fs::remove_file(path).unwrap();
+        assert_eq!(timestamp_ns(1_000_001), 1_700_000_000_000_001_000);
+        assert!(Case::parse("udp64").is_err());
+        assert_eq!(Case::parse("tcp-512").unwrap(), Case::Tcp512);
+    }
+}
