@@ -25,5 +25,7 @@ pub use link::{Link, LinkKind, VlanTag};
 pub use packet::{decode, App, Decoded, FlowKey, FlowProto, Ipv4, Ipv6, L3, L4};
 
 #[cfg(test)]
+mod agreement_tests;
+#[cfg(test)]
 mod tests;
 pub mod fastpath;
