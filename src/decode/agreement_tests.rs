@@ -2,12 +2,15 @@
 //! ports (docs/packet-map.md, "Validity rules"), over the flow tests' corpus and every prefix
 //! of each frame, and over random bytes. The documented differences are left out: an
 //! invalid or cut IPv6 extension chain (the map has no next header, the fast path names the
-//! header), and Hop-by-Hop/Destination Options TLVs (checked only here).
+//! header), Hop-by-Hop/Destination Options TLVs (checked only here), and a non-first IPv6
+//! fragment whose next header is an extension header (the map stops at the fragment, the
+//! fast path walks on into the fragment's bytes).
 
 use proptest::prelude::*;
 
 use super::fastpath::{self, FlowFields};
-use super::{decode, L3};
+use super::ipv6_ext::{IPV6_AUTH, IPV6_DEST_OPTIONS, IPV6_FRAGMENT, IPV6_HOP_BY_HOP, IPV6_ROUTING};
+use super::{decode, L3, L4};
 
 #[derive(Debug, PartialEq, Eq)]
 struct View {
@@ -40,6 +43,12 @@ fn full_view(lt: u32, data: &[u8]) -> Option<View> {
         },
         Some(L3::Ipv6(v6)) => {
             v6.next_header?;
+            if let L4::Fragment { proto, .. } = v6.l4 {
+                let ext = [IPV6_HOP_BY_HOP, IPV6_ROUTING, IPV6_FRAGMENT, IPV6_AUTH, IPV6_DEST_OPTIONS];
+                if ext.contains(&proto) {
+                    return None;
+                }
+            }
             View {
                 ip_version: 6,
                 protocol: v6.next_header,
