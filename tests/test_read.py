@@ -356,3 +356,26 @@ def test_reader_file_attributes(tmp_path):
     assert (r.format, r.linktype, r.snaplen) == ("pcapng", 113, 262144)
     out = tmp_path / "same-linktype.pcap"
     assert paclo.write_pcap(out, r, linktype=r.linktype) == 1
+
+
+def test_packet_buffer_protocol(tmp_path):
+    import numpy as np
+
+    p = write(tmp_path, "c.pcap", classic(RECS))
+    pkts = list(paclo.read(p))
+    for pkt, rec in zip(pkts, RECS):
+        view = memoryview(pkt)
+        assert view.readonly and view.format == "B" and view.nbytes == len(rec.data)
+        assert view.tobytes() == rec.data
+        assert np.frombuffer(pkt, dtype=np.uint8).tobytes() == rec.data
+    with pytest.raises(ValueError, match="WRITEABLE"):
+        np.frombuffer(pkts[0], dtype=np.uint8).setflags(write=True)
+    import ctypes
+
+    with pytest.raises(TypeError):
+        ctypes.c_char.from_buffer(pkts[0])  # needs a writable buffer
+    owned = paclo.Packet(b"xyz")
+    assert bytes(memoryview(owned)) == b"xyz"
+    view = memoryview(pkts[1])
+    del pkts
+    assert view.tobytes() == RECS[1].data  # the view keeps the packet and its map alive
