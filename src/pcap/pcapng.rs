@@ -102,6 +102,7 @@ impl TsScale {
 /// One interface description of the current section.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Interface {
+    /// LINKTYPE of the interface's packets.
     pub linktype: u32,
     /// Snapshot length (0: no limit).
     pub snaplen: u32,

@@ -15,7 +15,9 @@ use crate::source::{PacketSource, RawPacket};
 /// A cursor over the records of either format, parsing from a `&[u8]`.
 #[derive(Clone, Debug)]
 pub enum RecordCursor {
+    /// A classic pcap file.
     Pcap(ClassicCursor),
+    /// A pcapng file.
     PcapNg(NgCursor),
 }
 
