@@ -178,7 +178,6 @@ pub fn generate(case: Case, count: u64, path: impl AsRef<Path>) -> Result<Datase
         bytes += data.len() as u64;
     }
     let file = w.finish()?;
-    file.sync_data().ok();
     let file_size = file.metadata().map_err(|e| Error::from_io(path, e))?.len();
     let expected = case.expected_file_size(count);
     if file_size != expected {
