@@ -443,6 +443,7 @@ fn produce(
                     shared.request_stop(reason);
                     return Ok(());
                 }
+                shared.queue.flush();
                 src.wait(clock.wait_budget(now, slice), shared.waker.as_ref())?;
             }
             Next::End => {
