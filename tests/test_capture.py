@@ -39,7 +39,9 @@ def check_invariants(s: dict) -> None:
     assert 0 <= q["depth"] <= q["capacity"] and 0 <= q["max_depth"] <= q["capacity"]
     if q["mode"] == "blocking":
         assert q["dropped"] == 0
-    assert p["captured"] >= q["enqueued"] + q["dropped"]
+    assert p["captured"] >= q["enqueued"] + q["dropped"] + q["cancelled"]
+    if s["state"] in ("closed", "failed"):
+        assert p["captured"] == q["enqueued"] + q["dropped"] + q["cancelled"]
 
 
 def test_exact_count_caplen_and_payload():
