@@ -843,6 +843,42 @@ mod tests {
     }
 
     #[test]
+    fn stop_clock_decides_limits_and_bounds_waits() {
+        let t0 = Instant::now();
+        let limits = Limits {
+            max_packets: Some(3),
+            max_time: Some(Duration::from_secs(10)),
+            idle_timeout: Some(Duration::from_millis(100)),
+        };
+        let mut c = StopClock::new(limits, t0);
+        assert_eq!(c.on_packet(), None);
+        assert_eq!(c.on_packet(), None);
+        assert_eq!(c.on_packet(), Some(StopReason::MaxPackets));
+        let mut c = StopClock::new(limits, t0);
+        assert_eq!(c.on_idle(t0), None);
+        // Idle since t0: the wait is cut to the idle deadline.
+        assert_eq!(
+            c.wait_budget(t0 + Duration::from_millis(60), Duration::from_secs(1)),
+            Duration::from_millis(40)
+        );
+        assert_eq!(
+            c.on_idle(t0 + Duration::from_millis(100)),
+            Some(StopReason::IdleTimeout)
+        );
+        // A packet resets idleness.
+        c.on_packet();
+        assert_eq!(c.on_idle(t0 + Duration::from_millis(150)), None);
+        assert_eq!(
+            c.on_idle(t0 + Duration::from_secs(10)),
+            Some(StopReason::MaxTime)
+        );
+        assert_eq!(
+            c.wait_budget(t0 + Duration::from_secs(20), Duration::from_millis(25)),
+            Duration::from_millis(1)
+        );
+    }
+
+    #[test]
     fn eof_delivers_everything_in_order() {
         let c = ManagedCapture::start(
             Script::new((0..50).map(Step::Packet), Step::End),
