@@ -1,25 +1,236 @@
-"""Flow projection and flow tables as Arrow tables."""
+"""Flow projection and flow tables as Arrow tables.
+
+Every table is built natively (the GIL released) and crosses into Python through the
+Arrow PyCapsule interface, so pyarrow, polars and duckdb read it without a copy.
+Addresses are ``fixed_size_binary(16)``: IPv6 as is, IPv4 as IPv4-mapped IPv6
+(``::ffff:a.b.c.d``); ``ip_to_str`` turns such a column into text.
+"""
 
 from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any, Literal
+
+import pyarrow as pa
+
+from . import _paclo
 
 __all__ = ["flow_topn", "flows", "ip_to_str", "project", "read_batches"]
 
 
-def project(source, *, filter=None):
-    raise NotImplementedError("paclo.project")
+def _paths(source: Any) -> list[str]:
+    """The file paths a ``source`` names: a path, a list of paths, or an open Reader."""
+    if isinstance(source, (str, os.PathLike)):
+        return [os.fspath(source)]
+    if isinstance(source, (list, tuple)):
+        if not source:
+            raise ValueError("source must name at least one capture file, got an empty list")
+        out = []
+        for item in source:
+            if not isinstance(item, (str, os.PathLike)):
+                raise TypeError(f"source list items must be paths (str or os.PathLike), not {type(item).__name__}")
+            out.append(os.fspath(item))
+        return out
+    if isinstance(source, _paclo.Reader):
+        # The Reader names its file; the file is read from its start, with this call's
+        # filter (the Reader's own filter and limit do not carry over).
+        path = (source.stats().get("source") or {}).get("path")
+        if isinstance(path, str):
+            return [path]
+        raise TypeError("this Reader does not read from a file")
+    raise TypeError(
+        "source must be a path, a list of paths or an open paclo.Reader, "
+        f"not {type(source).__name__}"
+    )
 
 
-def flows(source, **options):
-    raise NotImplementedError("paclo.flows")
+def _check_filter(filter: Any) -> str | None:
+    if filter is None or isinstance(filter, str):
+        return filter
+    raise TypeError(f"filter must be a BPF expression (str) or None, not {type(filter).__name__}")
 
 
-def flow_topn(source, n=10, **options):
-    raise NotImplementedError("paclo.flow_topn")
+def project(source: Any, *, filter: str | None = None) -> pa.Table:
+    """One row per packet: ``ts_ns, caplen, len, ip_version, protocol, src_ip, dst_ip,
+    src_port, dst_port, vlan_id, tcp_flags`` (see docs/flows.md for the column dictionary).
+
+    ``source`` is a path, a list of paths (projected in parallel, rows in file order) or
+    an open ``Reader`` (its file is projected from the start).
+    """
+    stream = _paclo.flow_project(_paths(source), filter=_check_filter(filter))
+    return pa.table(stream)
 
 
-def read_batches(path, **options):
-    raise NotImplementedError("paclo.read_batches")
+def flows(
+    source: Any,
+    *,
+    bidirectional: bool = False,
+    idle_timeout: float | None = None,
+    active_timeout: float | None = None,
+    filter: str | None = None,
+) -> pa.Table:
+    """The flow table: one row per flow, aggregated natively.
+
+    ``idle_timeout``/``active_timeout`` are seconds (int or float); a flow is split when
+    no packet arrived for ``idle_timeout`` or when it has lasted ``active_timeout``, and
+    the table then has an ``expiration_reason`` column. ``bidirectional=True`` keys flows
+    by the canonical endpoint pair (the smaller endpoint first) and adds per-direction
+    counters. A list of paths is aggregated as one capture.
+    """
+    if not isinstance(bidirectional, bool):
+        raise TypeError(f"bidirectional must be True or False, not {bidirectional!r}")
+    for name, value in (("idle_timeout", idle_timeout), ("active_timeout", active_timeout)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise TypeError(f"{name} must be a number of seconds or None, not {value!r}")
+    stream = _paclo.flow_table(
+        _paths(source),
+        bidirectional=bidirectional,
+        idle_timeout=None if idle_timeout is None else float(idle_timeout),
+        active_timeout=None if active_timeout is None else float(active_timeout),
+        filter=_check_filter(filter),
+    )
+    return pa.table(stream)
 
 
-def ip_to_str(column):
-    raise NotImplementedError("paclo.ip_to_str")
+def flow_topn(
+    source: Any,
+    n: int = 10,
+    *,
+    by: Literal["packets", "bytes"] = "packets",
+    bidirectional: bool = False,
+    filter: str | None = "udp or tcp",
+) -> list[dict[str, Any]]:
+    """The ``n`` largest flows: ``[{"flow": {"proto", "src", "dst"}, "packets", "bytes"}]``.
+
+    Sorted by ``by`` descending, ties by flow key ascending, so the output is
+    deterministic. ``src``/``dst`` are ``"ip:port"`` (``"[v6]:port"`` for IPv6, RFC 5952
+    text), or the address alone without ports. ``bytes`` sums wire lengths.
+    """
+    return _topn(source, n, by=by, bidirectional=bidirectional, filter=filter)[0]
+
+
+def _topn(source: Any, n: int, *, by: str, bidirectional: bool, filter: str | None) -> tuple[list, int, int]:
+    """``flow_topn`` plus the number of flows and of packets aggregated."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"n must be a non-negative integer, not {n!r}")
+    if by not in ("packets", "bytes"):
+        raise ValueError(f"by must be 'packets' or 'bytes', not {by!r}")
+    if not isinstance(bidirectional, bool):
+        raise TypeError(f"bidirectional must be True or False, not {bidirectional!r}")
+    rows, nflows, npackets = _paclo.flow_topn(
+        _paths(source), n, by_bytes=by == "bytes", bidirectional=bidirectional, filter=_check_filter(filter)
+    )
+    return rows, nflows, npackets
+
+
+def read_batches(path: str | os.PathLike[str], *, batch_size: int = 65536, filter: str | None = None) -> Iterator[pa.RecordBatch]:
+    """Raw packets as pyarrow RecordBatches (``ts_ns, caplen, wirelen, data``), read lazily.
+
+    A truncated last record raises after the batches before it were yielded.
+    """
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, not {batch_size!r}")
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
+    stream = _paclo.read_batches(os.fspath(path), batch_size=batch_size, filter=_check_filter(filter))
+    reader = pa.RecordBatchReader.from_stream(stream)
+    return iter(reader)
+
+
+def _to_fixed16(arr: pa.Array) -> pa.Array:
+    if pa.types.is_fixed_size_binary(arr.type) and arr.type.byte_width == 16:
+        return arr
+    if pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type) or pa.types.is_null(arr.type):
+        return arr.cast(pa.binary(16))
+    raise TypeError(f"ip_to_str needs 16-byte binary addresses, not {arr.type}")
+
+
+def _strings(arr: pa.Array, version: pa.Array | None) -> pa.Array:
+    arr = _to_fixed16(arr)
+    if len(arr) == 0:
+        return pa.array([], type=pa.string())
+    data = arr.buffers()[1]
+    buf = memoryview(data)[arr.offset * 16 : (arr.offset + len(arr)) * 16] if data is not None else b""
+    valid = arr.is_valid().to_numpy(zero_copy_only=False).astype("uint8").tobytes()
+    versions = None
+    if version is not None:
+        if len(version) != len(arr):
+            raise ValueError(f"version has {len(version)} rows, the addresses {len(arr)}")
+        versions = version.fill_null(0).cast(pa.uint8()).to_numpy(zero_copy_only=False).tobytes()
+    return pa.array(_paclo.addresses_to_str(bytes(buf), valid, versions), type=pa.string())
+
+
+def _as_arrow(column: Any) -> pa.Array | pa.ChunkedArray:
+    if isinstance(column, (pa.Array, pa.ChunkedArray)):
+        return column
+    if hasattr(column, "__arrow_c_stream__") and not hasattr(column, "dtype"):
+        return pa.chunked_array(column)
+    dtype = getattr(column, "dtype", None)
+    if getattr(dtype, "kind", None) == "S" and getattr(dtype, "itemsize", None) == 16:
+        # NumPy strips trailing NUL bytes of S16 items on conversion: use the raw buffer.
+        import numpy as np
+
+        raw = np.ascontiguousarray(column)
+        return pa.FixedSizeBinaryArray.from_buffers(pa.binary(16), len(raw), [None, pa.py_buffer(raw.tobytes())])
+    values = column.tolist() if hasattr(column, "tolist") else list(column)
+    return pa.array(values, type=pa.binary(16))
+
+
+def ip_to_str(column: Any, version: Any = None) -> Any:
+    """Addresses as text: dotted IPv4, RFC 5952 IPv6.
+
+    ``column`` holds 16-byte addresses (IPv4-mapped for IPv4) as a pyarrow Array or
+    ChunkedArray, a NumPy array (``S16`` or object), a pandas Series, a list, or one
+    ``bytes`` value. The result has the input's kind: a pyarrow string array, a NumPy
+    object array, a pandas Series (same index), a list, or a ``str``; nulls stay null.
+
+    An IPv4-mapped address is printed as IPv4; pass the ``ip_version`` column as
+    ``version`` to print rows whose version is 6 as IPv6 (``::ffff:a.b.c.d``) instead.
+    """
+    if isinstance(column, (bytes, bytearray)):
+        if len(column) != 16:
+            raise ValueError(f"an address is 16 bytes, got {len(column)}")
+        v = None if version is None else pa.array([version], type=pa.uint8())
+        return _strings(pa.array([bytes(column)], type=pa.binary(16)), v)[0].as_py()
+    ver = None if version is None else _as_arrow_version(version)
+    kind = type(column).__module__.split(".")[0]
+    arrow = _as_arrow(column)
+    if isinstance(arrow, pa.ChunkedArray):
+        if ver is not None:
+            ver = ver.combine_chunks() if isinstance(ver, pa.ChunkedArray) else ver
+            chunks, start = [], 0
+            for c in arrow.chunks:
+                chunks.append(_strings(c, ver.slice(start, len(c))))
+                start += len(c)
+        else:
+            chunks = [_strings(c, None) for c in arrow.chunks]
+        out: Any = pa.chunked_array(chunks, type=pa.string())
+    else:
+        if isinstance(ver, pa.ChunkedArray):
+            ver = ver.combine_chunks()
+        out = _strings(arrow, ver)
+    if kind == "pyarrow" or isinstance(column, (pa.Array, pa.ChunkedArray)):
+        return out
+    if kind == "pandas":
+        import pandas as pd
+
+        return pd.Series(out.to_pylist(), index=column.index, name=getattr(column, "name", None), dtype=object)
+    if kind == "numpy":
+        import numpy as np
+
+        return np.array(out.to_pylist(), dtype=object)
+    if kind == "polars":
+        import polars as pl
+
+        return pl.Series(getattr(column, "name", ""), out.to_pylist(), dtype=pl.String)
+    return out.to_pylist()
+
+
+def _as_arrow_version(version: Any) -> pa.Array | pa.ChunkedArray:
+    if isinstance(version, (pa.Array, pa.ChunkedArray)):
+        return version
+    if hasattr(version, "__arrow_c_stream__") and not hasattr(version, "dtype"):
+        return pa.chunked_array(version)
+    values = version.tolist() if hasattr(version, "tolist") else list(version)
+    return pa.array(values, type=pa.uint8())

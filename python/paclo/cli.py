@@ -1,10 +1,343 @@
-"""The `paclo` command line."""
+"""The ``paclo`` command line: flow-topn, pcap-filter, pcap-stats and perf.
+
+Data goes to stdout, metadata and warnings to stderr. Exit codes: 0 success, 1 usage
+(missing arguments), 2 input not found, 3 invalid choice, 4 bad flag value or unknown
+flag, 5 input unreadable (not a capture file, read error). Every failure prints one
+``ERROR:`` line on stderr. Nothing is capped: every packet of the input is read.
+"""
 
 from __future__ import annotations
 
+import argparse
+import csv
+import datetime as _dt
+import json
+import os
 import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+FORMATS = ("table", "jsonl", "json", "csv")
+MODES = ("unidir", "bidir")
+METRICS = ("packets", "bytes")
+
+
+class CliError(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with the CLI's exit codes instead of argparse's single code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        if "required" in message:
+            self.print_usage(sys.stderr)
+            raise CliError(1, f"missing arguments: {message.split(':', 1)[-1].strip()}")
+        if message.startswith("unrecognized arguments"):
+            raise CliError(4, f"unknown flag: {message.split(':', 1)[1].strip()}")
+        if "expected one argument" in message:
+            flag = message.split(":", 1)[0].replace("argument", "").strip().split("/")[-1]
+            raise CliError(4, f"{flag} requires a value")
+        if "invalid choice" in message:
+            raise CliError(3, message)
+        raise CliError(4, message)
+
+
+def _input(path: str) -> str:
+    if not os.path.exists(path):
+        raise CliError(2, f"input PCAP not found: {os.path.abspath(path)}")
+    return path
+
+
+def _choice(what: str, value: str, allowed: Sequence[str]) -> str:
+    if value not in allowed:
+        raise CliError(3, f"invalid {what}: {value} (allowed: {', '.join(allowed)})")
+    return value
+
+
+def _count(flag: str, value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise CliError(4, f"{flag} requires a non-negative integer, got {value!r}")
+    return n
+
+
+def _filter(value: str | None) -> str | None:
+    """``--filter ''`` (or ``none``) reads every packet."""
+    if value is None or value.strip() == "" or value.strip().lower() == "none":
+        return None
+    return value
+
+
+def _emit(rows: list[dict[str, Any]], fmt: str, columns: Sequence[str], out=None) -> None:
+    out = out or sys.stdout
+    if fmt == "json":
+        out.write(json.dumps(rows) + "\n")
+    elif fmt == "jsonl":
+        for r in rows:
+            out.write(json.dumps(r) + "\n")
+    elif fmt == "csv":
+        w = csv.writer(out, lineterminator="\n")
+        w.writerow(columns)
+        for r in _flat(rows):
+            w.writerow([r.get(c, "") for c in columns])
+    else:
+        flat = _flat(rows)
+        cells = [[str(c).upper() for c in columns]] + [["" if r.get(c) is None else str(r.get(c)) for c in columns] for r in flat]
+        widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
+        numeric = [all(row[i].replace(".", "", 1).lstrip("-").isdigit() for row in cells[1:]) and len(cells) > 1
+                   for i in range(len(columns))]
+        for row in cells:
+            line = "  ".join(v.rjust(w) if num else v.ljust(w) for v, w, num in zip(row, widths, numeric))
+            out.write(line.rstrip() + "\n")
+
+
+def _flat(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for r in rows:
+        f: dict[str, Any] = {}
+        for k, v in r.items():
+            if isinstance(v, dict):
+                f.update(v)
+            else:
+                f[k] = v
+        out.append(f)
+    return out
+
+
+def _meta(**items: Any) -> None:
+    print(" ".join(f"{k}={v}" for k, v in items.items()), file=sys.stderr)
+
+
+# ---- subcommands ----------------------------------------------------------------------
+
+
+def flow_topn(args: argparse.Namespace) -> int:
+    from ._flows import _topn
+
+    path = _input(args.input)
+    mode = _choice("mode", args.mode, MODES)
+    by = _choice("metric", args.by, METRICS)
+    fmt = _choice("format", args.format, FORMATS)
+    n = _count("--top", args.top)
+    bpf = _filter(args.filter)
+    rows, nflows, npackets = _topn(path, n, by=by, bidirectional=mode == "bidir", filter=bpf)
+    _emit(rows, fmt, ["proto", "src", "dst", "packets", "bytes"])
+    _meta(flows=nflows, rows=len(rows), packets=npackets, top=n, mode=mode, by=by, filter=json.dumps(bpf))
+    return 0
+
+
+def pcap_filter(args: argparse.Namespace) -> int:
+    import paclo
+
+    src = _input(args.input)
+    fmt = _choice("format", args.format, FORMATS)
+    min_caplen = None if args.min_caplen is None else _count("--min-caplen", args.min_caplen)
+    bpf = _filter(args.filter)
+    if os.path.abspath(args.output) == os.path.abspath(src):
+        raise CliError(4, "OUT must differ from IN")
+    linktype = 1
+    with paclo.read(src) as probe:
+        for pkt in probe:
+            linktype = pkt.linktype
+            break
+    in_packets = in_bytes = out_packets = out_bytes = 0
+    with paclo.read(src) as every:
+        for pkt in every:
+            in_packets += 1
+            in_bytes += pkt.caplen
+    with paclo.read(src, filter=bpf) as kept, paclo.PcapWriter(args.output, linktype=linktype, nanosecond=True) as w:
+        for pkt in kept:
+            if min_caplen is not None and pkt.caplen < min_caplen:
+                continue
+            w.write(pkt)
+            out_packets += 1
+            out_bytes += pkt.caplen
+    drop = 0.0 if in_packets == 0 else round(100.0 * (1 - out_packets / in_packets), 6)
+    report = {"in": src, "out": args.output, "filter": bpf, "min_caplen": min_caplen,
+              "in_packets": in_packets, "out_packets": out_packets, "in_bytes": in_bytes,
+              "out_bytes": out_bytes, "drop_pct": drop}
+    _emit([report], fmt, list(report))
+    _meta(wrote=out_packets, out=args.output)
+    return 0
+
+
+def _iso(ts_ns: int | None) -> str | None:
+    if ts_ns is None:
+        return None
+    t = _dt.datetime.fromtimestamp(ts_ns // 1_000_000_000, tz=_dt.timezone.utc)
+    return t.strftime("%Y-%m-%dT%H:%M:%S") + f".{ts_ns % 1_000_000_000:09d}Z"
+
+
+L4_NAMES = {1: "icmp", 2: "igmp", 6: "tcp", 17: "udp", 47: "gre", 50: "esp", 51: "ah", 58: "icmp6", 132: "sctp"}
+
+
+def stats_of(path: str, bpf: str | None, top: int) -> dict[str, Any]:
+    import pyarrow.compute as pc
+
+    import paclo
+
+    t = paclo.project(path, filter=bpf)
+    n = t.num_rows
+    caplen = t.column("caplen")
+    ts = t.column("ts_ns")
+    first = pc.min(ts).as_py() if n else None
+    last = pc.max(ts).as_py() if n else None
+    l3: dict[str, int] = {}
+    for v, c in zip(*_value_counts(t.column("ip_version"))):
+        l3["ipv4" if v == 4 else "ipv6" if v == 6 else "non_ip"] = c
+    l4: dict[str, int] = {}
+    for v, c in zip(*_value_counts(t.column("protocol"))):
+        if v is not None:
+            l4[L4_NAMES.get(v, str(v))] = c
+    stats = {
+        "packets": n,
+        "bytes": pc.sum(t.column("len")).as_py() or 0,
+        "captured_bytes": pc.sum(caplen).as_py() or 0,
+        "caplen": {"min": pc.min(caplen).as_py(), "avg": round(pc.mean(caplen).as_py(), 3) if n else None,
+                   "max": pc.max(caplen).as_py()},
+        "times": {"first": _iso(first), "last": _iso(last),
+                  "duration_s": None if first is None else (last - first) / 1e9},
+        "proto": {"l3": dict(sorted(l3.items())), "l4": dict(sorted(l4.items(), key=lambda kv: (-kv[1], kv[0])))},
+        "top": {"src": _top_addresses(t, "src_ip", top), "dst": _top_addresses(t, "dst_ip", top)},
+    }
+    return stats
+
+
+def _value_counts(col) -> tuple[list, list]:
+    vc = col.value_counts()
+    values = vc.field("values").to_pylist()
+    counts = vc.field("counts").to_pylist()
+    return values, counts
+
+
+def _top_addresses(t, column: str, top: int) -> list[dict[str, Any]]:
+    import paclo
+
+    col = t.column(column)
+    values, counts = _value_counts(col)
+    pairs = [(c, v) for v, c in zip(values, counts) if v is not None]
+    pairs.sort(key=lambda p: (-p[0], p[1]))
+    keys = paclo.ip_to_str([v for _, v in pairs[:top]])
+    return [{"key": k, "count": c} for k, (c, _) in zip(keys, pairs[:top])]
+
+
+def pcap_stats(args: argparse.Namespace) -> int:
+    path = _input(args.input)
+    fmt = _choice("format", args.format, FORMATS)
+    top = _count("--top", args.top)
+    bpf = _filter(args.filter)
+    stats = stats_of(path, bpf, top)
+    if fmt in ("json", "jsonl"):
+        sys.stdout.write(json.dumps(stats, indent=2 if fmt == "json" else None) + "\n")
+    else:
+        rows = []
+        for section, value in stats.items():
+            if section == "top":
+                for side in ("src", "dst"):
+                    for i, e in enumerate(value[side]):
+                        rows.append({"key": f"top.{side}.{i + 1}", "value": f"{e['key']} {e['count']}"})
+            elif isinstance(value, dict):
+                for k, v in value.items():
+                    if isinstance(v, dict):
+                        for k2, v2 in v.items():
+                            rows.append({"key": f"{section}.{k}.{k2}", "value": v2})
+                    else:
+                        rows.append({"key": f"{section}.{k}", "value": v})
+            else:
+                rows.append({"key": section, "value": value})
+        _emit(rows, fmt, ["key", "value"])
+    _meta(filter=json.dumps(bpf), top=top, format=fmt)
+    return 0
+
+
+def perf(argv: list[str]) -> int:
+    try:
+        from .perf.__main__ import main as perf_main
+    except ImportError as e:
+        raise CliError(1, f"the perf runner is not available: {e}") from None
+    rc = perf_main(argv)
+    return int(rc or 0)
+
+
+def _parser() -> _Parser:
+    p = _Parser(prog="paclo", description="Packet capture, decode and flow analysis.")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    fmt_help = f"output format ({'|'.join(FORMATS)}, default table)"
+
+    t = sub.add_parser("flow-topn", help="the largest flows of a capture",
+                       description="The N largest flows of a capture, by packets or bytes.")
+    t.add_argument("input", metavar="IN", help="capture file (pcap or pcapng)")
+    t.add_argument("--filter", default="udp or tcp", metavar="BPF",
+                   help="BPF expression (default 'udp or tcp'; '' for every packet)")
+    t.add_argument("--top", default="10", metavar="N", help="rows to print (default 10)")
+    t.add_argument("--mode", default="unidir", help="unidir|bidir (default unidir)")
+    t.add_argument("--by", default="packets", help="packets|bytes (default packets)")
+    t.add_argument("--format", default="table", help=fmt_help)
+    t.set_defaults(run=flow_topn)
+
+    f = sub.add_parser("pcap-filter", help="copy the packets that pass a filter",
+                       description="Copy the packets of IN that pass --filter and --min-caplen to OUT "
+                                   "(timestamps kept, nanosecond pcap); the counts go to stdout.")
+    f.add_argument("input", metavar="IN", help="capture file (pcap or pcapng)")
+    f.add_argument("output", metavar="OUT", help="pcap file to write")
+    f.add_argument("--filter", default=None, metavar="BPF", help="BPF expression (default: every packet)")
+    f.add_argument("--min-caplen", default=None, metavar="N", help="drop packets with fewer captured bytes")
+    f.add_argument("--format", default="table", help=fmt_help)
+    f.set_defaults(run=pcap_filter)
+
+    s = sub.add_parser("pcap-stats", help="summary statistics of a capture",
+                       description="Packets, bytes, caplen, time span, protocol counts and top addresses.")
+    s.add_argument("input", metavar="IN", help="capture file (pcap or pcapng)")
+    s.add_argument("--filter", default=None, metavar="BPF", help="BPF expression (default: every packet)")
+    s.add_argument("--top", default="5", metavar="N", help="top sources/destinations (default 5)")
+    s.add_argument("--format", default="table", help=fmt_help)
+    s.set_defaults(run=pcap_stats)
+
+    sub.add_parser("perf", help="the performance runner (python -m paclo.perf)", add_help=False)
+    return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    print("ERROR: no subcommands yet", file=sys.stderr)
-    return 1
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "perf":
+        try:
+            return perf(argv[1:])
+        except CliError as e:
+            print(f"ERROR: {e}", file=sys.stderr)
+            return e.code
+    parser = _parser()
+    commands = ("flow-topn", "pcap-filter", "pcap-stats", "perf")
+    if argv and not argv[0].startswith("-") and argv[0] not in commands:
+        print(f"ERROR: invalid command: {argv[0]} (allowed: {', '.join(commands)})", file=sys.stderr)
+        return 3
+    try:
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_usage(sys.stderr)
+            raise CliError(1, "missing COMMAND (flow-topn, pcap-filter, pcap-stats, perf)")
+        return args.run(args)
+    except CliError as e:
+        print(f"ERROR: {e}", file=sys.stderr)
+        return e.code
+    except FileNotFoundError as e:
+        print(f"ERROR: input PCAP not found: {os.path.abspath(e.filename or '')}", file=sys.stderr)
+        return 2
+    except (ValueError, TypeError) as e:
+        code = 5 if type(e).__name__ == "PcapFormatError" else 4
+        print(f"ERROR: {e}", file=sys.stderr)
+        return code
+    except BrokenPipeError:
+        return 0
+    except OSError as e:
+        print(f"ERROR: {e}", file=sys.stderr)
+        return 5
+
+
+if __name__ == "__main__":
+    sys.exit(main())

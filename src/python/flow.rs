@@ -1,16 +1,381 @@
 //! Flow projection, flow tables and Arrow export.
+//!
+//! Tables leave Rust through the Arrow PyCapsule interface: [`ArrowStream`] exposes
+//! `__arrow_c_stream__` and `__arrow_c_schema__`, which pyarrow, polars and duckdb import
+//! without copying. Native loops run with the GIL released.
 
-use pyo3::exceptions::PyNotImplementedError;
+use std::ffi::CString;
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use arrow_array::ffi::FFI_ArrowSchema;
+use arrow_array::ffi_stream::FFI_ArrowArrayStream;
+use arrow_array::{RecordBatch, RecordBatchIterator, RecordBatchReader};
+use arrow_schema::{ArrowError, SchemaRef};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyCapsule, PyDict, PyList, PyString};
 
-use crate::source::RawPacket;
+use super::error::TruncatedCaptureWarning;
+use crate::decode::fastpath::{self, FlowFields};
+use crate::error::{Error, Result};
+use crate::flow::{self, columns, FlowKey, FlowOptions, FlowTable, KeepAll, PacketFilter, RawBatchBuilder};
+use crate::pcap::bpf::FileFilter;
+use crate::pcap::FileReader;
+use crate::source::{PacketSource, RawPacket};
+
+/// Interned dict keys of the flow dict, in their fixed order.
+static KEYS: PyOnceLock<[Py<PyString>; 10]> = PyOnceLock::new();
+const KEY_NAMES: [&str; 10] =
+    ["ts_sec", "ts_usec", "caplen", "len", "ip_version", "protocol", "src_ip", "dst_ip", "src_port", "dst_port"];
+static DECODE_ERROR: PyOnceLock<Py<PyString>> = PyOnceLock::new();
 
 /// The flat flow dict for `pkt`, and whether it carries a `decode_error`.
-pub fn flow_dict<'py>(_py: Python<'py>, _pkt: &RawPacket<'_>) -> PyResult<(Bound<'py, PyDict>, bool)> {
-    Err(PyNotImplementedError::new_err("decode='flow' is not built yet"))
+///
+/// Keys in this order: `ts_sec, ts_usec, caplen, len, ip_version, protocol, src_ip, dst_ip,
+/// src_port, dst_port`, then `decode_error` (a message) when the walk stopped on a cut or
+/// invalid header. Addresses are 16-byte `bytes` (IPv4-mapped for IPv4), as in the tables;
+/// fields that do not apply are `None`.
+pub fn flow_dict<'py>(py: Python<'py>, pkt: &RawPacket<'_>) -> PyResult<(Bound<'py, PyDict>, bool)> {
+    let keys = KEYS.get_or_init(py, || KEY_NAMES.map(|k| PyString::intern(py, k).unbind()));
+    let mut f = FlowFields::default();
+    fastpath::parse(pkt.linktype, pkt.data, &mut f);
+    let d = PyDict::new(py);
+    let k = |i: usize| keys[i].bind(py);
+    d.set_item(k(0), pkt.ts_sec())?;
+    d.set_item(k(1), pkt.ts_usec())?;
+    d.set_item(k(2), pkt.caplen)?;
+    d.set_item(k(3), pkt.wirelen)?;
+    let l3 = f.ip_version != 0;
+    d.set_item(k(4), l3.then_some(f.ip_version))?;
+    d.set_item(k(5), l3.then_some(f.protocol))?;
+    d.set_item(k(6), l3.then(|| PyBytes::new(py, &f.src)))?;
+    d.set_item(k(7), l3.then(|| PyBytes::new(py, &f.dst)))?;
+    d.set_item(k(8), f.has_ports.then_some(f.src_port))?;
+    d.set_item(k(9), f.has_ports.then_some(f.dst_port))?;
+    if let Some(e) = f.error {
+        let key = DECODE_ERROR.get_or_init(py, || PyString::intern(py, "decode_error").unbind());
+        d.set_item(key.bind(py), e.message())?;
+    }
+    Ok((d, f.error.is_some()))
 }
 
-pub fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> {
+/// A BPF program applied to one file, compiled for each link type it meets.
+struct Bpf(FileFilter);
+
+impl PacketFilter for Bpf {
+    #[inline]
+    fn keep(&mut self, pkt: &RawPacket<'_>) -> Result<bool> {
+        self.0.matches(pkt)
+    }
+}
+
+/// The filter for `reader`'s file: compiled now, so a bad expression fails before any
+/// packet is read.
+fn make_filter(expr: Option<&str>, reader: &FileReader) -> Result<Box<dyn PacketFilter + Send>> {
+    match expr {
+        None => Ok(Box::new(KeepAll)),
+        Some(e) => {
+            let linktype = reader.linktype().unwrap_or(fastpath::linktype::ETHERNET);
+            Ok(Box::new(Bpf(FileFilter::new(e, linktype, reader.snaplen().max(1))?)))
+        }
+    }
+}
+
+fn warn_truncated(py: Python<'_>, warn: Option<Error>) -> PyResult<()> {
+    if let Some(e) = warn {
+        let message = CString::new(format!("{e}; every complete packet before it was used")).unwrap_or_default();
+        PyErr::warn(py, &py.get_type::<TruncatedCaptureWarning>(), &message, 2)?;
+    }
+    Ok(())
+}
+
+type BoxedReader = Box<dyn RecordBatchReader + Send>;
+
+/// A stream of Arrow record batches, exported once through the Arrow PyCapsule interface.
+#[pyclass(module = "paclo._paclo", frozen)]
+pub struct ArrowStream {
+    schema: SchemaRef,
+    reader: Mutex<Option<BoxedReader>>,
+}
+
+impl ArrowStream {
+    fn from_batches(schema: SchemaRef, batches: Vec<RecordBatch>) -> Self {
+        let it = RecordBatchIterator::new(batches.into_iter().map(Ok), schema.clone());
+        ArrowStream { schema, reader: Mutex::new(Some(Box::new(it))) }
+    }
+}
+
+#[pymethods]
+impl ArrowStream {
+    /// The schema as an `arrow_schema` capsule.
+    fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
+        let ffi = FFI_ArrowSchema::try_from(self.schema.as_ref()).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        PyCapsule::new_with_value(py, ffi, c"arrow_schema")
+    }
+
+    /// The batches as an `arrow_array_stream` capsule (once; the stream is then consumed).
+    #[pyo3(signature = (requested_schema = None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let _ = requested_schema;
+        let reader = self
+            .reader
+            .lock()
+            .map_err(|_| PyRuntimeError::new_err("stream lock poisoned"))?
+            .take()
+            .ok_or_else(|| PyRuntimeError::new_err("this Arrow stream was already consumed"))?;
+        PyCapsule::new_with_value(py, FFI_ArrowArrayStream::new(reader), c"arrow_array_stream")
+    }
+}
+
+fn paths_opts(paths: Vec<PathBuf>) -> PyResult<Vec<PathBuf>> {
+    if paths.is_empty() {
+        return Err(PyValueError::new_err("source must name at least one capture file"));
+    }
+    Ok(paths)
+}
+
+fn factory(filter: Option<String>) -> impl Fn(&FileReader) -> Result<Box<dyn PacketFilter>> + Sync {
+    move |r| make_filter(filter.as_deref(), r).map(|f| f as Box<dyn PacketFilter>)
+}
+
+/// Project the packets of `paths` into an Arrow stream.
+#[pyfunction]
+#[pyo3(signature = (paths, *, filter = None, batch_size = 65536))]
+fn flow_project(py: Python<'_>, paths: Vec<PathBuf>, filter: Option<String>, batch_size: usize) -> PyResult<ArrowStream> {
+    let paths = paths_opts(paths)?;
+    let make = factory(filter);
+    let (batches, warn) = py.detach(|| flow::project_files(&paths, &make, batch_size))?;
+    warn_truncated(py, warn)?;
+    Ok(ArrowStream::from_batches(columns::projection_schema(), batches))
+}
+
+fn seconds_to_ns(name: &str, v: Option<f64>) -> PyResult<Option<i64>> {
+    match v {
+        None => Ok(None),
+        Some(s) if s.is_finite() && s > 0.0 && s < 9.2e9 => Ok(Some((s * 1e9).round() as i64)),
+        Some(s) => Err(PyValueError::new_err(format!("{name} must be a positive number of seconds or None, not {s}"))),
+    }
+}
+
+fn build_table(
+    py: Python<'_>,
+    paths: Vec<PathBuf>,
+    filter: Option<String>,
+    opts: FlowOptions,
+) -> PyResult<FlowTable> {
+    let paths = paths_opts(paths)?;
+    let make = factory(filter);
+    let (table, warn) = py.detach(|| flow::flows_files(&paths, &make, opts))?;
+    warn_truncated(py, warn)?;
+    Ok(table)
+}
+
+/// Aggregate the packets of `paths` into a flow table (an Arrow stream of one batch).
+#[pyfunction]
+#[pyo3(signature = (paths, *, bidirectional = false, idle_timeout = None, active_timeout = None, filter = None))]
+fn flow_table(
+    py: Python<'_>,
+    paths: Vec<PathBuf>,
+    bidirectional: bool,
+    idle_timeout: Option<f64>,
+    active_timeout: Option<f64>,
+    filter: Option<String>,
+) -> PyResult<ArrowStream> {
+    let opts = FlowOptions {
+        bidirectional,
+        idle_timeout_ns: seconds_to_ns("idle_timeout", idle_timeout)?,
+        active_timeout_ns: seconds_to_ns("active_timeout", active_timeout)?,
+        key_vlan: true,
+    };
+    let table = build_table(py, paths, filter, opts)?;
+    let batch = py.detach(|| table.to_batch());
+    Ok(ArrowStream::from_batches(batch.schema(), vec![batch]))
+}
+
+/// Text of an address: dotted IPv4, or RFC 5952 IPv6.
+fn addr_text(version: u8, a: &[u8; 16]) -> String {
+    if version == 4 {
+        Ipv4Addr::new(a[12], a[13], a[14], a[15]).to_string()
+    } else {
+        Ipv6Addr::from(*a).to_string()
+    }
+}
+
+fn endpoint(version: u8, a: &[u8; 16], port: Option<u16>) -> String {
+    let ip = addr_text(version, a);
+    match port {
+        Some(p) if version == 6 => format!("[{ip}]:{p}"),
+        Some(p) => format!("{ip}:{p}"),
+        None => ip,
+    }
+}
+
+fn proto_name(py: Python<'_>, p: u8) -> PyResult<Bound<'_, PyAny>> {
+    Ok(match p {
+        1 => "icmp".into_pyobject(py)?.into_any(),
+        6 => "tcp".into_pyobject(py)?.into_any(),
+        17 => "udp".into_pyobject(py)?.into_any(),
+        58 => "icmp6".into_pyobject(py)?.into_any(),
+        n => n.into_pyobject(py)?.into_any(),
+    })
+}
+
+/// The `n` largest flows as rows `{"flow": {"proto", "src", "dst"}, "packets", "bytes"}`,
+/// plus (flows, packets) totals.
+#[pyfunction]
+#[pyo3(signature = (paths, n, *, by_bytes, bidirectional, filter))]
+fn flow_topn<'py>(
+    py: Python<'py>,
+    paths: Vec<PathBuf>,
+    n: usize,
+    by_bytes: bool,
+    bidirectional: bool,
+    filter: Option<String>,
+) -> PyResult<(Bound<'py, PyList>, usize, u64)> {
+    let opts = FlowOptions { bidirectional, ..Default::default() };
+    let table = build_table(py, paths, filter, opts)?;
+    let (packets, _) = table.counts();
+    let flows = table.len();
+    let top: Vec<(FlowKey, flow::FlowStats)> = py.detach(|| table.top(n, by_bytes));
+    let out = PyList::empty(py);
+    for (k, s) in top {
+        let f = PyDict::new(py);
+        f.set_item("proto", proto_name(py, k.protocol)?)?;
+        f.set_item("src", endpoint(k.ip_version, &k.src, k.src_port))?;
+        f.set_item("dst", endpoint(k.ip_version, &k.dst, k.dst_port))?;
+        let row = PyDict::new(py);
+        row.set_item("flow", f)?;
+        row.set_item("packets", s.packets)?;
+        row.set_item("bytes", s.bytes)?;
+        out.append(row)?;
+    }
+    Ok((out, flows, packets))
+}
+
+/// Raw packets of one file, read batch by batch as the consumer asks.
+struct RawReader {
+    source: FileReader,
+    filter: Box<dyn PacketFilter + Send>,
+    builder: RawBatchBuilder,
+    pending: Option<Error>,
+    done: bool,
+    schema: SchemaRef,
+}
+
+impl Iterator for RawReader {
+    type Item = std::result::Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(e) = self.pending.take() {
+            return Some(Err(ArrowError::ExternalError(Box::new(e))));
+        }
+        if self.done {
+            return None;
+        }
+        loop {
+            match self.source.next_packet() {
+                Ok(Some(pkt)) => match self.filter.keep(&pkt) {
+                    Ok(true) => {
+                        self.builder.push(&pkt);
+                        if self.builder.is_full() {
+                            return self.builder.finish().map(Ok);
+                        }
+                    }
+                    Ok(false) => {}
+                    Err(e) => {
+                        self.done = true;
+                        return Some(Err(ArrowError::ExternalError(Box::new(e))));
+                    }
+                },
+                Ok(None) => {
+                    self.done = true;
+                    return self.builder.finish().map(Ok);
+                }
+                Err(e) => {
+                    self.done = true;
+                    match self.builder.finish() {
+                        Some(b) => {
+                            self.pending = Some(e);
+                            return Some(Ok(b));
+                        }
+                        None => return Some(Err(ArrowError::ExternalError(Box::new(e)))),
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl RecordBatchReader for RawReader {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+}
+
+/// Raw packets of `path` as a lazy Arrow stream of batches.
+#[pyfunction]
+#[pyo3(signature = (path, *, batch_size = 65536, filter = None))]
+fn read_batches(path: PathBuf, batch_size: usize, filter: Option<String>) -> PyResult<ArrowStream> {
+    if batch_size == 0 {
+        return Err(PyValueError::new_err("batch_size must be a positive integer"));
+    }
+    let schema = columns::raw_schema();
+    let source = FileReader::open(path)?;
+    let filter = make_filter(filter.as_deref(), &source)?;
+    let reader = RawReader {
+        source,
+        filter,
+        builder: RawBatchBuilder::new(batch_size),
+        pending: None,
+        done: false,
+        schema: schema.clone(),
+    };
+    Ok(ArrowStream { schema, reader: Mutex::new(Some(Box::new(reader))) })
+}
+
+/// Text of the 16-byte addresses in `buf` (None where the `valid` byte is 0); `versions`
+/// (one byte per address) marks IPv6 rows whose address is IPv4-mapped, printed as IPv6.
+#[pyfunction]
+#[pyo3(signature = (buf, valid, versions = None))]
+fn addresses_to_str<'py>(
+    py: Python<'py>,
+    buf: &[u8],
+    valid: &[u8],
+    versions: Option<&[u8]>,
+) -> PyResult<Bound<'py, PyList>> {
+    if buf.len() != valid.len() * 16 || versions.as_ref().is_some_and(|v| v.len() != valid.len()) {
+        return Err(PyValueError::new_err("address buffer, validity and versions differ in length"));
+    }
+    let texts: Vec<Option<String>> = py.detach(|| {
+        valid
+            .iter()
+            .enumerate()
+            .map(|(i, ok)| {
+                (*ok != 0).then(|| {
+                    let a: [u8; 16] = buf[i * 16..i * 16 + 16].try_into().expect("16 bytes");
+                    let mapped = a[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff];
+                    let v6 = versions.as_ref().is_some_and(|v| v[i] == 6);
+                    addr_text(if mapped && !v6 { 4 } else { 6 }, &a)
+                })
+            })
+            .collect()
+    });
+    PyList::new(py, texts)
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<ArrowStream>()?;
+    m.add_function(wrap_pyfunction!(flow_project, m)?)?;
+    m.add_function(wrap_pyfunction!(flow_table, m)?)?;
+    m.add_function(wrap_pyfunction!(flow_topn, m)?)?;
+    m.add_function(wrap_pyfunction!(read_batches, m)?)?;
+    m.add_function(wrap_pyfunction!(addresses_to_str, m)?)?;
     Ok(())
 }

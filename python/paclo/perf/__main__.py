@@ -1,0 +1,7 @@
+"""`python -m paclo.perf`: the performance runner."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

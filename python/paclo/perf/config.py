@@ -1,0 +1,99 @@
+"""Profiles, cases and scenario names of the performance runner."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+CASES = ("udp-64", "tcp-512", "mixed")
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Per-profile defaults (offline count, warm-ups, runs; live rates and duration)."""
+
+    name: str
+    packets: int
+    warmups: int
+    runs: int
+    rates: tuple[int, ...]
+    duration_ms: int
+    live_scenarios: tuple[str, ...] | None  # None: every live scenario
+
+
+PROFILES = {
+    "quick": Profile("quick", 50_000, 1, 1, (10_000,), 2_000, None),
+    "reference": Profile(
+        "reference", 1_000_000, 1, 5, (10_000, 50_000, 100_000, 250_000, 500_000, 1_000_000), 15_000, None
+    ),
+    "stress": Profile(
+        "stress",
+        10_000_000,
+        1,
+        5,
+        (1_000_000,),
+        60_000,
+        ("live-sync-raw", "live-dropping-raw", "live-sync-full", "live-dropping-full"),
+    ),
+}
+
+# Offline scenarios, in the order they run (the reference's nine, then paclo's two).
+OFFLINE_SCENARIOS = (
+    "raw-seq",
+    "sync-loop",
+    "raw-reduce",
+    "full-decode",
+    "full-reduce",
+    "flow-aggregate",
+    "flow-reduce",
+    "flow-project",
+    "write-pipeline",
+    "flow-table",
+    "arrow-batches",
+)
+
+# Scenarios that report `unique_flows`.
+FLOW_SCENARIOS = ("flow-aggregate", "flow-reduce", "flow-table")
+
+# Other tools over the same datasets, run with --peers.
+PEER_SCENARIOS = (
+    "peer-c-pcap-next-ex",
+    "peer-dpkt-raw",
+    "peer-dpkt-5tuple",
+    "peer-scapy-raw",
+    "peer-scapy-decode",
+)
+
+# scapy is about 100x slower than the rest: it reads at most this many packets of each dataset.
+SCAPY_MAX_PACKETS = 20_000
+
+# A worker still running after this long is killed and fails the run (the Clojure runner's cap).
+WORKER_TIMEOUT_S = 3600.0
+
+LIVE_SCENARIOS = (
+    "live-raw",
+    "live-raw-buffered",
+    "live-raw-immediate",
+    "live-managed-raw",
+    "live-full",
+    "live-sync-raw",
+    "live-dropping-raw",
+    "live-sync-full",
+    "live-managed-full",
+    "live-managed-fanout-dual",
+    "live-managed-fanout-slow-dropping",
+    "live-dropping-full",
+)
+
+
+def dataset_name(profile: str, case: str, packets_override: int | None = None) -> str:
+    """File name of a dataset: `<profile>-<case>.pcap`, or `<profile>-<case>-n<N>.pcap` with an override."""
+    if packets_override is None:
+        return f"{profile}-{case}.pcap"
+    return f"{profile}-{case}-n{packets_override}.pcap"
+
+
+def scenario_count(scenario: str, count: int) -> int:
+    """Packets a scenario reads from a dataset of `count` packets (scapy reads a prefix)."""
+    if scenario.startswith("peer-scapy"):
+        return min(count, SCAPY_MAX_PACKETS)
+    return count

@@ -1,0 +1,164 @@
+"""Reading, comparing and plotting results.json (schema version 2)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+# Run metrics copied into load()'s DataFrame, in this order (absent ones become missing values).
+RUN_COLUMNS = (
+    "packets",
+    "bytes",
+    "decode_errors",
+    "unique_flows",
+    "elapsed_ns",
+    "packets_per_sec",
+    "mb_per_sec",
+    "ns_per_packet",
+    "native_allocations",
+    "native_allocations_per_packet",
+    "native_allocated_bytes",
+    "native_allocated_bytes_per_packet",
+    "python_allocated_bytes",
+    "python_allocated_bytes_per_packet",
+    "gc_count",
+    "gc_time_ms",
+    "peak_rss_bytes",
+    "process_cpu_ns",
+)
+
+
+def read_results(source) -> dict:
+    """A results document from a path (a results.json or the directory holding it) or a dict."""
+    if isinstance(source, dict):
+        document = source
+    else:
+        path = Path(os.fspath(source))
+        if path.is_dir():
+            path = path / "results.json"
+        with open(path) as f:
+            document = json.load(f)
+    version = document.get("schema_version")
+    if version != 2:
+        raise ValueError(f"results schema_version must be 2, got {version!r}")
+    return document
+
+
+def load(source):
+    """results.json as a pandas DataFrame: one row per measured run.
+
+    Columns: `mode`, `case`, `scenario`, `run` (1-based), `profile`, `path`, the run metrics of
+    RUN_COLUMNS, and `peer` (True for the other tools' scenarios). Live results (when present)
+    have `case` set to None and `target_pps` set from their config.
+    """
+    import pandas as pd
+
+    document = read_results(source)
+    rows = []
+    for result in document.get("offline") or []:
+        for i, run in enumerate(result["runs"], 1):
+            row = {
+                "mode": "offline",
+                "case": result["case"],
+                "scenario": result["scenario"],
+                "run": i,
+                "profile": document["profile"],
+                "path": result["path"],
+                "peer": result["scenario"].startswith("peer-"),
+            }
+            row.update({name: run.get(name) for name in RUN_COLUMNS})
+            rows.append(row)
+    for result in document.get("live") or []:
+        for i, run in enumerate(result["runs"], 1):
+            row = {
+                "mode": "live",
+                "case": None,
+                "scenario": result["scenario"],
+                "run": i,
+                "profile": document["profile"],
+                "path": None,
+                "peer": False,
+                "target_pps": (result.get("config") or {}).get("target_pps"),
+            }
+            row.update({name: run.get(name) for name in RUN_COLUMNS})
+            rows.append(row)
+    columns = ["mode", "case", "scenario", "run", "profile", "path", "peer", *RUN_COLUMNS]
+    frame = pd.DataFrame(rows, columns=columns + (["target_pps"] if document.get("live") else []))
+    return frame
+
+
+def _medians(document: dict) -> dict[tuple[str, str], dict[str, float]]:
+    out = {}
+    for result in document.get("offline") or []:
+        out[(result["case"], result["scenario"])] = {
+            name: stat["median"] for name, stat in result["summary"].items()
+        }
+    return out
+
+
+def compare(a, b, metrics=("packets_per_sec", "ns_per_packet", "native_allocated_bytes_per_packet",
+                           "python_allocated_bytes_per_packet")):
+    """Ratios of medians, `b / a`, for every (case, scenario) present in both results.
+
+    Returns a pandas DataFrame indexed by (case, scenario) with, per metric, the two medians and
+    their ratio (`<metric>_a`, `<metric>_b`, `<metric>_ratio`; the ratio is missing where `a`'s
+    median is 0 or either is absent). For packets_per_sec a ratio above 1 means `b` is faster;
+    for ns_per_packet and allocation, below 1 means `b` is better.
+    """
+    import pandas as pd
+
+    ma = _medians(read_results(a))
+    mb = _medians(read_results(b))
+    rows = []
+    for key in ma:
+        if key not in mb:
+            continue
+        row = {"case": key[0], "scenario": key[1]}
+        for name in metrics:
+            va = ma[key].get(name)
+            vb = mb[key].get(name)
+            row[f"{name}_a"] = va
+            row[f"{name}_b"] = vb
+            row[f"{name}_ratio"] = vb / va if va not in (None, 0) and vb is not None else None
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    if not rows:
+        return frame
+    return frame.set_index(["case", "scenario"])
+
+
+def plot(results, *, metric: str = "packets_per_sec", log: bool = True):
+    """Matplotlib figures of offline medians: one horizontal bar chart per case.
+
+    `results` is a results.json path, a results dict, or a DataFrame from `load`. Bars are the
+    median of `metric` per scenario, with min-max error bars; peers are drawn in grey so paclo
+    and the other tools sit side by side. Returns the list of figures (one per case).
+    """
+    import matplotlib
+
+    if not os.environ.get("DISPLAY") and not os.environ.get("MPLBACKEND"):
+        matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    frame = results if isinstance(results, pd.DataFrame) else load(results)
+    frame = frame[frame["mode"] == "offline"]
+    if metric not in frame.columns:
+        raise ValueError(f"metric must be one of {', '.join(RUN_COLUMNS)}, got {metric!r}")
+    figures = []
+    for case, group in frame.groupby("case", sort=False):
+        stats = group.groupby("scenario", sort=False)[metric].agg(["median", "min", "max"])
+        stats = stats.dropna()
+        fig, ax = plt.subplots(figsize=(8, 0.4 * max(len(stats), 1) + 1.5))
+        colors = ["0.6" if name.startswith("peer-") else "C0" for name in stats.index]
+        err = [stats["median"] - stats["min"], stats["max"] - stats["median"]]
+        ax.barh(list(stats.index), stats["median"], xerr=err, color=colors)
+        ax.invert_yaxis()
+        if log and (stats["median"] > 0).all() and len(stats):
+            ax.set_xscale("log")
+        ax.set_xlabel(f"{metric} (median; bars min-max)")
+        ax.set_title(f"{case}")
+        fig.tight_layout()
+        figures.append(fig)
+    return figures

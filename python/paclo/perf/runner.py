@@ -1,0 +1,457 @@
+"""The offline runner: datasets, one worker process per case x scenario, checks, results.json."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from . import config, environment, metrics
+from .cli import Options
+
+SCHEMA_VERSION = 2
+
+
+class RunFailed(RuntimeError):
+    """The benchmark could not complete: a worker failed or a result failed its checks."""
+
+
+def _datasets_module():
+    try:
+        from . import datasets
+    except ImportError as exc:
+        raise RunFailed(
+            f"the dataset generator paclo.perf.datasets is not available in this build ({exc})"
+        ) from None
+    return datasets
+
+
+def prepare_dataset(datasets, path: Path, case: str, count: int, log) -> None:
+    """Generate `path` unless it exists with exactly the expected classic-pcap size."""
+    expected = datasets.expected_file_size(case, count)
+    if path.exists() and path.stat().st_size == expected:
+        return
+    log(f"[perf] preparing {path}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    datasets.generate(case, count, str(path))
+    actual = path.stat().st_size
+    if actual != expected:
+        raise RunFailed(f"generated dataset {path} has {actual} bytes, expected {expected}")
+
+
+class Console:
+    """Progress on a TTY (stderr), silent otherwise; the final table always goes to stdout."""
+
+    def __init__(self, stream=None):
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self._width = 0
+
+    def log(self, line: str) -> None:
+        self.clear()
+        print(line, file=self.stream, flush=True)
+
+    def progress(self, text: str) -> None:
+        if not self.tty:
+            return
+        pad = max(0, self._width - len(text))
+        self.stream.write("\r" + text + " " * pad)
+        self.stream.flush()
+        self._width = len(text)
+
+    def clear(self) -> None:
+        if self.tty and self._width:
+            self.stream.write("\r" + " " * self._width + "\r")
+            self.stream.flush()
+            self._width = 0
+
+
+def worker_command(scenario: str, path: str, count: int, warmups: int, runs: int, binary: str | None) -> list[str]:
+    cmd = [
+        sys.executable, "-m", "paclo.perf.worker",
+        "--scenario", scenario, "--path", path, "--count", str(count),
+        "--warmups", str(warmups), "--runs", str(runs),
+    ]
+    if binary:
+        cmd += ["--binary", binary]
+    return cmd
+
+
+def run_worker(cmd: list[str], label: str, on_progress, timeout_s: float = config.WORKER_TIMEOUT_S) -> dict:
+    """Run one worker process; return its JSON object or raise RunFailed with its stderr."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    err_lines: list[str] = []
+
+    def pump() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            err_lines.append(line)
+            if line.startswith("[worker] "):
+                on_progress(line[len("[worker] "):].strip())
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    timed_out = threading.Event()
+
+    def kill() -> None:
+        timed_out.set()
+        proc.kill()
+
+    timer = threading.Timer(timeout_s, kill)
+    timer.start()
+    try:
+        assert proc.stdout is not None
+        out = proc.stdout.read()
+        code = proc.wait()
+        reader.join()
+    finally:
+        timer.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    if timed_out.is_set():
+        raise RunFailed(f"performance worker timed out after {timeout_s:g} s: {label}\ncommand: {' '.join(cmd)}")
+    stderr = "".join(line for line in err_lines if not line.startswith("[worker] ") or "failed" in line)
+    if code != 0:
+        raise RunFailed(
+            f"performance worker failed: {label} (exit {code})\n"
+            f"command: {' '.join(cmd)}\nstderr:\n{stderr.strip() or '(empty)'}"
+        )
+    try:
+        result = json.loads(out)
+    except json.JSONDecodeError as exc:
+        raise RunFailed(
+            f"performance worker returned invalid JSON: {label} ({exc})\n"
+            f"stdout: {out[:500]!r}\nstderr:\n{stderr.strip() or '(empty)'}"
+        ) from None
+    if not isinstance(result, dict) or not isinstance(result.get("runs"), list) or not result["runs"]:
+        raise RunFailed(f"performance worker returned invalid JSON: {label} (no runs)")
+    return result
+
+
+def consistency_failures(run: dict, packets: int, nbytes: int) -> list[str]:
+    """The fields of one run that contradict the dataset (empty when consistent)."""
+    failures = []
+    if run.get("packets") != packets:
+        failures.append(f"packets {run.get('packets')} != {packets}")
+    if run.get("bytes") != nbytes:
+        failures.append(f"bytes {run.get('bytes')} != {nbytes}")
+    if run.get("decode_errors") != 0:
+        failures.append(f"decode_errors {run.get('decode_errors')} != 0")
+    return failures
+
+
+def _fmt(value, digits: int = 0) -> str:
+    if value is None:
+        return "-"
+    if digits:
+        return f"{value:,.{digits}f}"
+    return f"{value:,.0f}"
+
+
+def table(results: list[dict]) -> str:
+    """The summary table: median packets/s, ns/packet and allocation per packet.
+
+    With the C peer in the results, a `x C loop` column gives each scenario's median packets/s
+    as a multiple of the C pcap_next_ex loop's on the same case.
+    """
+    c_loop = {
+        r["case"]: r["summary"].get("packets_per_sec", {}).get("median")
+        for r in results
+        if r["scenario"] == "peer-c-pcap-next-ex"
+    }
+    header = ["case", "scenario", "packets/s", "ns/packet", "native B/pkt", "native allocs/pkt", "Python B/pkt"]
+    if c_loop:
+        header.append("x C loop")
+    rows = [tuple(header)]
+    for r in results:
+        s = r["summary"]
+
+        def med(name: str):
+            return s.get(name, {}).get("median")
+
+        row = [
+            r["case"],
+            r["scenario"] + (" *" if r.get("note") and "only the first" in r["note"] else ""),
+            _fmt(med("packets_per_sec")),
+            _fmt(med("ns_per_packet"), 1),
+            _fmt(med("native_allocated_bytes_per_packet"), 2),
+            _fmt(med("native_allocations_per_packet"), 4),
+            _fmt(med("python_allocated_bytes_per_packet"), 2),
+        ]
+        if c_loop:
+            base = c_loop.get(r["case"])
+            pps = med("packets_per_sec")
+            row.append(_fmt(pps / base, 2) if base and pps is not None else "-")
+        rows.append(tuple(row))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = []
+    for i, row in enumerate(rows):
+        cells = [row[0].ljust(widths[0]), row[1].ljust(widths[1])]
+        cells += [c.rjust(w) for c, w in zip(row[2:], widths[2:])]
+        lines.append("  ".join(cells))
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    if any(r.get("note") and "only the first" in r["note"] for r in results):
+        lines.append(f"* reads only the first {config.SCAPY_MAX_PACKETS:,} packets of each dataset")
+    return "\n".join(lines)
+
+
+def write_results(path: Path, document: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    with open(tmp, "w") as f:
+        json.dump(document, f, indent=2, allow_nan=False)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def _check_live_available() -> None:
+    import paclo
+
+    native = getattr(paclo, "_paclo", None)
+    if native is None or not hasattr(native, "open_capture"):
+        raise RunFailed("live mode needs paclo.capture, which is not in this build; use --mode offline")
+
+
+def live_table(results: list[dict]) -> str:
+    """Live summary: per rate and scenario, median sent, processed, sustained pps, loss, pass."""
+    header = ("target pps", "scenario", "sent", "processed", "processed pps", "send loss", "queue drop", "pass")
+    rows = [header]
+    for r in results:
+        s = r["summary"]
+
+        def med(name: str):
+            return s.get(name, {}).get("median")
+
+        runs = r["runs"]
+        sent = metrics.median([x["sent"] for x in runs])
+        processed = metrics.median([x["packets"] for x in runs])
+        loss = med("send_loss_rate")
+        qdrop = med("queue_drop_rate")
+        sus = r["sustainability"]
+        rows.append((
+            _fmt(r["config"]["target_pps"]),
+            r["scenario"],
+            _fmt(sent),
+            _fmt(processed),
+            _fmt(med("sustained_processed_pps")),
+            "-" if loss is None else f"{loss * 100:.3f}%",
+            "-" if qdrop is None else f"{qdrop * 100:.3f}%",
+            f"{sus['passing_runs']}/{sus['total_runs']}",
+        ))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = []
+    for i, row in enumerate(rows):
+        cells = [row[0].rjust(widths[0]), row[1].ljust(widths[1])]
+        cells += [c.rjust(w) for c, w in zip(row[2:], widths[2:])]
+        lines.append("  ".join(cells))
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def live_scenarios(opts: Options) -> list[str]:
+    """Live scenarios to run: --scenarios (live names), else the profile's list, else all 12."""
+    from . import live
+
+    if opts.scenarios is not None:
+        return [s for s in live.SCENARIOS if s in opts.scenarios]
+    profile = config.PROFILES[opts.profile]
+    if profile.live_scenarios is not None:
+        return [s for s in live.SCENARIOS if s in profile.live_scenarios]
+    return list(live.SCENARIOS)
+
+
+def run_live(opts: Options, env: dict, console: Console, worker_cmd=None) -> list[dict]:
+    """Every rate x live scenario in its own worker process; rate-major order."""
+    import tempfile
+    import time
+
+    from . import live
+
+    names = live_scenarios(opts)
+    results = []
+    total = len(opts.rates) * len(names)
+    step = 0
+    for rate in opts.rates:
+        for scenario in names:
+            step += 1
+            cfg = live.scenario_config(scenario, opts, rate)
+            cfg["scenario"] = scenario
+            label = (f"live {opts.device} {scenario} source={opts.source} target-pps={rate} "
+                     f"senders={cfg['senders']}")
+            prefix = f"[perf] [{step}/{total}] {label}"
+            console.progress(prefix)
+            ready_file = None
+            stop_poll = threading.Event()
+            if opts.source == "external":
+                fd, ready_file = tempfile.mkstemp(prefix="paclo-perf-ready-", suffix=".signal")
+                os.close(fd)
+                os.unlink(ready_file)
+
+                def poll(path=ready_file) -> None:
+                    while not stop_poll.is_set():
+                        if os.path.exists(path):
+                            console.log("[perf] capture ready")
+                            return
+                        time.sleep(0.01)
+
+                threading.Thread(target=poll, daemon=True).start()
+            cmd = (worker_cmd or _live_worker_command)(cfg, opts.warmups, opts.runs, ready_file)
+            try:
+                doc = run_worker(cmd, label, lambda text, p=prefix: console.progress(f"{p}: {text}"))
+            finally:
+                stop_poll.set()
+                if ready_file and os.path.exists(ready_file):
+                    os.unlink(ready_file)
+            runs = doc["runs"]
+            problems = live.validate_runs(runs)
+            if problems:
+                console.clear()
+                raise RunFailed(
+                    f"live benchmark did not collect clean capture statistics: {label}: " + "; ".join(problems)
+                )
+            results.append({
+                "mode": "live",
+                "scenario": scenario,
+                "config": cfg,
+                "environment": env,
+                "runs": runs,
+                "summary": metrics.summarize(runs),
+                "sustainability": live.sustainability(runs),
+            })
+    return results
+
+
+def _live_worker_command(cfg: dict, warmups: int, runs: int, ready_file: str | None) -> list[str]:
+    cmd = [sys.executable, "-m", "paclo.perf.worker", "--live", "--config", json.dumps(cfg),
+           "--warmups", str(warmups), "--runs", str(runs)]
+    if ready_file:
+        cmd += ["--ready-file", ready_file]
+    return cmd
+
+
+def run(opts: Options, *, datasets=None, worker_cmd=None, console: Console | None = None,
+        out=None) -> dict:
+    """Run the benchmark (`opts.mode`: offline, live, or all = live then offline) and write
+    `<output>/results.json`; return the document.
+
+    `datasets` replaces the paclo.perf.datasets module and `worker_cmd` the offline worker
+    command builder (both for tests).
+    """
+    console = console or Console()
+    out = out if out is not None else sys.stdout
+    env = environment.collect(["python", "-m", "paclo.perf", *opts.argv])
+    output = Path(opts.output)
+    live_results = None
+    offline_results = None
+    if opts.mode in ("live", "all"):
+        _check_live_available()
+        live_results = run_live(opts, env, console)
+    if opts.mode in ("offline", "all"):
+        offline_results = run_offline(opts, env, console, datasets=datasets, worker_cmd=worker_cmd)
+    console.clear()
+    profile = config.PROFILES[opts.profile]
+    document = {
+        "schema_version": SCHEMA_VERSION,
+        "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat().replace("+00:00", "Z"),
+        "profile": opts.profile,
+        "config": {
+            "mode": opts.mode,
+            "packets": opts.packets if opts.packets is not None else profile.packets,
+            "packets_override": opts.packets is not None,
+            "warmups": opts.warmups,
+            "runs": opts.runs,
+            "scenarios": opts.offline_scenarios() if offline_results is not None else live_scenarios(opts),
+            "cases": list(config.CASES),
+            "output": str(output),
+        },
+        "offline": offline_results,
+        "live": live_results,
+        "max_sustainable_by_scenario": None,
+    }
+    if live_results is not None:
+        from . import live
+
+        document["max_sustainable_by_scenario"] = live.max_sustainable_by_scenario(live_results)
+    results_path = output / "results.json"
+    write_results(results_path, document)
+    if live_results:
+        print(live_table(live_results), file=out)
+    if offline_results:
+        print(table(offline_results), file=out)
+    print(f"[perf] wrote {results_path}", file=out, flush=True)
+    return document
+
+
+def run_offline(opts: Options, env: dict, console: Console, *, datasets=None, worker_cmd=None) -> list[dict]:
+    """Every case x offline scenario in its own worker process; case-major order."""
+    datasets = datasets or _datasets_module()
+    worker_cmd = worker_cmd or worker_command
+    profile = config.PROFILES[opts.profile]
+    count = opts.packets if opts.packets is not None else profile.packets
+    scenarios = opts.offline_scenarios()
+    output = Path(opts.output)
+
+    binary = None
+    if "peer-c-pcap-next-ex" in scenarios:
+        from . import peers
+
+        try:
+            binary = peers.compile_c_peer(output)
+        except peers.PeerUnavailable as exc:
+            raise RunFailed(str(exc)) from None
+
+    from . import peers as peer_mod
+
+    results = []
+    total = len(config.CASES) * len(scenarios)
+    step = 0
+    for case in config.CASES:
+        path = output / "datasets" / config.dataset_name(opts.profile, case, opts.packets)
+        prepare_dataset(datasets, path, case, count, console.log)
+        for scenario in scenarios:
+            step += 1
+            label = f"{case} {scenario}"
+            n = config.scenario_count(scenario, count)
+            expected_bytes = datasets.expected_bytes(case, n)
+            prefix = f"[perf] [{step}/{total}] offline {label}"
+            console.progress(prefix)
+            cmd = worker_cmd(scenario, str(path), n, opts.warmups, opts.runs, binary)
+            doc = run_worker(cmd, label, lambda text, p=prefix: console.progress(f"{p}: {text}"))
+            runs = doc["runs"]
+            failures = []
+            for i, r in enumerate(runs, 1):
+                bad = consistency_failures(r, n, expected_bytes)
+                if bad:
+                    failures.append(f"{label} run {i}: " + ", ".join(bad))
+            if failures:
+                console.clear()
+                raise RunFailed(
+                    "offline benchmark result failed consistency checks (dataset "
+                    f"{path}): " + "; ".join(failures)
+                )
+            result = {
+                "mode": "offline",
+                "case": case,
+                "scenario": scenario,
+                "path": str(path),
+                "packets": n,
+                "expected_bytes": expected_bytes,
+                "warmups": opts.warmups,
+                "environment": env,
+                "runs": runs,
+                "summary": metrics.summarize(runs),
+            }
+            if scenario.startswith("peer-"):
+                note = peer_mod.NOTES[scenario]
+                if "{n}" in note:
+                    note = note.format(n=f"{n:,}") if n < count else note.split("; reads only")[0]
+                result["note"] = note
+            results.append(result)
+    return results

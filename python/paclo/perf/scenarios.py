@@ -1,0 +1,283 @@
+"""Offline scenarios: each reads a whole dataset through paclo's public API.
+
+A scenario is a function `(path, count) -> callable`; the callable does one full pass and
+returns the scenario fields: `packets`, `bytes` (captured bytes), `decode_errors` and, for
+the flow scenarios, `unique_flows`. The worker times the callable. `probe` (an
+AllocationProbe, given only for the untimed Python-allocation pass) is called once per packet
+where the scenario has a per-packet Python step.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+
+Scenario = Callable[..., Callable[[], dict]]
+
+
+def _iter(iterable, probe):
+    """The iterable itself, or wrapped by the allocation probe (untimed pass only)."""
+    return iterable if probe is None else probe.iter(iterable)
+
+
+def _step(step, probe):
+    """The reducer step itself, or wrapped by the allocation probe (untimed pass only)."""
+    return step if probe is None else probe.fn(step)
+
+
+def _flow_key(m: dict) -> tuple | None:
+    """A hashable form of a packet map's `decoded.l3.flow_key` (None when there is none)."""
+    decoded = m.get("decoded")
+    if decoded is None:
+        return None
+    l3 = decoded.get("l3")
+    if l3 is None:
+        return None
+    key = l3.get("flow_key")
+    if key is None:
+        return None
+    return tuple(key.items())
+
+
+def raw_seq(path: str, count: int, probe=None) -> Callable[[], dict]:
+    import paclo
+
+    def run() -> dict:
+        n = 0
+        nbytes = 0
+        for pkt in _iter(paclo.read(path), probe):
+            n += 1
+            nbytes += pkt.caplen
+        return {"packets": n, "bytes": nbytes, "decode_errors": 0}
+
+    return run
+
+
+def _native_loop() -> Callable[[str], tuple[int, int]]:
+    """The native loop probe: reads a file in Rust with no Python per packet."""
+    from paclo import _paclo
+
+    for name in ("count_packets", "sync_loop", "native_loop"):
+        fn = getattr(_paclo, name, None)
+        if fn is not None:
+            return fn
+    raise NotImplementedError(
+        "the native loop probe (paclo._paclo.count_packets) is not in this build"
+    )
+
+
+def sync_loop(path: str, count: int, probe=None) -> Callable[[], dict]:
+    loop = _native_loop()
+
+    def run() -> dict:
+        packets, nbytes = loop(path)
+        return {"packets": packets, "bytes": nbytes, "decode_errors": 0}
+
+    return run
+
+
+def _reduced_value(result):
+    """paclo.reduce returns the accumulator, or a report carrying it."""
+    if isinstance(result, list):
+        return result
+    for attr in ("value", "result", "acc"):
+        if hasattr(result, attr):
+            return getattr(result, attr)
+    if isinstance(result, dict):
+        for key in ("value", "result", "acc"):
+            if key in result:
+                return result[key]
+    raise TypeError(f"paclo.reduce returned an unexpected {type(result).__name__}")
+
+
+def raw_reduce(path: str, count: int, probe=None) -> Callable[[], dict]:
+    import paclo
+
+    def step(acc: list, pkt) -> list:
+        acc[0] += 1
+        acc[1] += pkt.caplen
+        return acc
+
+    def run() -> dict:
+        acc = _reduced_value(paclo.reduce(_step(step, probe), [0, 0], path=path))
+        return {"packets": acc[0], "bytes": acc[1], "decode_errors": 0}
+
+    return run
+
+
+def full_decode(path: str, count: int, probe=None) -> Callable[[], dict]:
+    import paclo
+
+    def run() -> dict:
+        n = nbytes = errors = 0
+        for m in _iter(paclo.read(path, decode="full"), probe):
+            n += 1
+            nbytes += m["caplen"]
+            if "decode_error" in m:
+                errors += 1
+        return {"packets": n, "bytes": nbytes, "decode_errors": errors}
+
+    return run
+
+
+def full_reduce(path: str, count: int, probe=None) -> Callable[[], dict]:
+    import paclo
+
+    def step(acc: list, m: dict) -> list:
+        acc[0] += 1
+        acc[1] += m["caplen"]
+        if "decode_error" in m:
+            acc[2] += 1
+        return acc
+
+    def run() -> dict:
+        acc = _reduced_value(paclo.reduce(_step(step, probe), [0, 0, 0], path=path, decode="full"))
+        return {"packets": acc[0], "bytes": acc[1], "decode_errors": acc[2]}
+
+    return run
+
+
+def flow_aggregate(path: str, count: int, probe=None) -> Callable[[], dict]:
+    import paclo
+
+    def run() -> dict:
+        n = nbytes = errors = 0
+        counts: dict = {}
+        for m in _iter(paclo.read(path, decode="full"), probe):
+            n += 1
+            nbytes += m["caplen"]
+            if "decode_error" in m:
+                errors += 1
+            key = _flow_key(m)
+            if key is not None:
+                counts[key] = counts.get(key, 0) + 1
+        return {"packets": n, "bytes": nbytes, "decode_errors": errors, "unique_flows": len(counts)}
+
+    return run
+
+
+def flow_reduce(path: str, count: int, probe=None) -> Callable[[], dict]:
+    import paclo
+
+    def step(acc: list, m: dict) -> list:
+        acc[0] += 1
+        acc[1] += m["caplen"]
+        if "decode_error" in m:
+            acc[2] += 1
+        key = _flow_key(m)
+        if key is not None:
+            counts = acc[3]
+            counts[key] = counts.get(key, 0) + 1
+        return acc
+
+    def run() -> dict:
+        acc = _reduced_value(paclo.reduce(_step(step, probe), [0, 0, 0, {}], path=path, decode="full"))
+        return {"packets": acc[0], "bytes": acc[1], "decode_errors": acc[2], "unique_flows": len(acc[3])}
+
+    return run
+
+
+def _column_sum(table, name: str) -> int:
+    import pyarrow.compute as pc
+
+    total = pc.sum(table.column(name)).as_py()
+    return int(total or 0)
+
+
+def _table_decode_errors(table) -> int:
+    """Rows flagged as decode errors, when the table has such a column; else 0 (no error channel)."""
+    import pyarrow.compute as pc
+
+    for name in ("decode_error", "decode_errors"):
+        if name in table.column_names:
+            col = table.column(name)
+            if col.type == "bool":
+                return int(pc.sum(col).as_py() or 0)
+            return len(col) - col.null_count
+    return 0
+
+
+def flow_project(path: str, count: int, probe=None) -> Callable[[], dict]:
+    import paclo
+
+    def run() -> dict:
+        table = paclo.project(path)
+        return {
+            "packets": table.num_rows,
+            "bytes": _column_sum(table, "caplen"),
+            "decode_errors": _table_decode_errors(table),
+        }
+
+    return run
+
+
+def write_pipeline(path: str, count: int, probe=None) -> Callable[[], dict]:
+    import paclo
+
+    def run() -> dict:
+        fd, out = tempfile.mkstemp(prefix="paclo-perf-write-", suffix=".pcap")
+        os.close(fd)
+        try:
+            n = nbytes = 0
+            with paclo.PcapWriter(out) as writer:
+                for pkt in _iter(paclo.read(path), probe):
+                    writer.write(pkt)
+                    n += 1
+                    nbytes += pkt.caplen
+            written = os.path.getsize(out)
+        finally:
+            os.unlink(out)
+        # A classic pcap of the same packets: 24-byte header + 16 per record + the bytes.
+        if written != 24 + 16 * n + nbytes:
+            raise RuntimeError(
+                f"write-pipeline wrote {written} bytes, expected {24 + 16 * n + nbytes} for {n} packets"
+            )
+        return {"packets": n, "bytes": nbytes, "decode_errors": 0, "written_bytes": written}
+
+    return run
+
+
+def flow_table(path: str, count: int, probe=None) -> Callable[[], dict]:
+    import paclo
+
+    def run() -> dict:
+        table = paclo.flows(path)
+        return {
+            "packets": _column_sum(table, "packets"),
+            "bytes": _column_sum(table, "bytes"),
+            "decode_errors": _table_decode_errors(table),
+            "unique_flows": table.num_rows,
+        }
+
+    return run
+
+
+def arrow_batches(path: str, count: int, probe=None) -> Callable[[], dict]:
+    import pyarrow.compute as pc
+
+    import paclo
+
+    def run() -> dict:
+        n = nbytes = 0
+        for batch in _iter(paclo.read_batches(path), probe):
+            n += batch.num_rows
+            nbytes += int(pc.sum(batch.column("caplen")).as_py() or 0)
+        return {"packets": n, "bytes": nbytes, "decode_errors": 0}
+
+    return run
+
+
+SCENARIOS: dict[str, Scenario] = {
+    "raw-seq": raw_seq,
+    "sync-loop": sync_loop,
+    "raw-reduce": raw_reduce,
+    "full-decode": full_decode,
+    "full-reduce": full_reduce,
+    "flow-aggregate": flow_aggregate,
+    "flow-reduce": flow_reduce,
+    "flow-project": flow_project,
+    "write-pipeline": write_pipeline,
+    "flow-table": flow_table,
+    "arrow-batches": arrow_batches,
+}

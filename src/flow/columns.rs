@@ -1,0 +1,235 @@
+//! Per-packet projection into reused columns, finished into Arrow record batches.
+
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, BinaryArray, FixedSizeBinaryArray, PrimitiveArray, RecordBatch};
+use arrow_array::types::{Int64Type, UInt16Type, UInt32Type, UInt8Type};
+use arrow_buffer::{Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+
+use crate::decode::fastpath::{self, FlowFields};
+use crate::source::RawPacket;
+
+/// Width of an address column: 16 bytes, IPv4 as IPv4-mapped IPv6.
+pub const ADDR_LEN: usize = 16;
+
+/// The address column type: `fixed_size_binary(16)`.
+pub fn addr_type() -> DataType {
+    DataType::FixedSizeBinary(ADDR_LEN as i32)
+}
+
+/// The schema of `project` tables.
+pub fn projection_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("ts_ns", DataType::Int64, false),
+        Field::new("caplen", DataType::UInt32, false),
+        Field::new("len", DataType::UInt32, false),
+        Field::new("ip_version", DataType::UInt8, true),
+        Field::new("protocol", DataType::UInt8, true),
+        Field::new("src_ip", addr_type(), true),
+        Field::new("dst_ip", addr_type(), true),
+        Field::new("src_port", DataType::UInt16, true),
+        Field::new("dst_port", DataType::UInt16, true),
+        Field::new("vlan_id", DataType::UInt16, true),
+        Field::new("tcp_flags", DataType::UInt8, true),
+    ]))
+}
+
+/// The schema of `read_batches` batches.
+pub fn raw_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("ts_ns", DataType::Int64, false),
+        Field::new("caplen", DataType::UInt32, false),
+        Field::new("wirelen", DataType::UInt32, false),
+        Field::new("data", DataType::Binary, false),
+    ]))
+}
+
+pub(crate) fn prim<T: arrow_array::ArrowPrimitiveType>(v: Vec<T::Native>, valid: Option<Vec<bool>>) -> ArrayRef {
+    Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(v), valid.map(NullBuffer::from)))
+}
+
+pub(crate) fn addrs(v: Vec<u8>, valid: Vec<bool>) -> ArrayRef {
+    Arc::new(FixedSizeBinaryArray::new(ADDR_LEN as i32, Buffer::from_vec(v), Some(NullBuffer::from(valid))))
+}
+
+/// Columns of the projection, filled per packet without allocating and handed to Arrow
+/// once per batch (the column vectors are moved into the batch, then reserved again).
+pub struct ProjectionBuilder {
+    cap: usize,
+    fields: FlowFields,
+    ts: Vec<i64>,
+    caplen: Vec<u32>,
+    len: Vec<u32>,
+    ip_version: Vec<u8>,
+    protocol: Vec<u8>,
+    src: Vec<u8>,
+    dst: Vec<u8>,
+    src_port: Vec<u16>,
+    dst_port: Vec<u16>,
+    vlan: Vec<u16>,
+    flags: Vec<u8>,
+    has_l3: Vec<bool>,
+    has_ports: Vec<bool>,
+    has_vlan: Vec<bool>,
+    has_flags: Vec<bool>,
+}
+
+impl ProjectionBuilder {
+    /// Columns for batches of `batch_size` rows (at least 1).
+    pub fn new(batch_size: usize) -> Self {
+        let cap = batch_size.max(1);
+        ProjectionBuilder {
+            cap,
+            fields: FlowFields::default(),
+            ts: Vec::with_capacity(cap),
+            caplen: Vec::with_capacity(cap),
+            len: Vec::with_capacity(cap),
+            ip_version: Vec::with_capacity(cap),
+            protocol: Vec::with_capacity(cap),
+            src: Vec::with_capacity(cap * ADDR_LEN),
+            dst: Vec::with_capacity(cap * ADDR_LEN),
+            src_port: Vec::with_capacity(cap),
+            dst_port: Vec::with_capacity(cap),
+            vlan: Vec::with_capacity(cap),
+            flags: Vec::with_capacity(cap),
+            has_l3: Vec::with_capacity(cap),
+            has_ports: Vec::with_capacity(cap),
+            has_vlan: Vec::with_capacity(cap),
+            has_flags: Vec::with_capacity(cap),
+        }
+    }
+
+    /// Rows held.
+    pub fn len(&self) -> usize {
+        self.ts.len()
+    }
+
+    /// Whether no rows are held.
+    pub fn is_empty(&self) -> bool {
+        self.ts.is_empty()
+    }
+
+    /// Whether the batch is full.
+    pub fn is_full(&self) -> bool {
+        self.ts.len() >= self.cap
+    }
+
+    /// Project one packet into the columns.
+    #[inline]
+    pub fn push(&mut self, pkt: &RawPacket<'_>) {
+        let f = &mut self.fields;
+        fastpath::parse(pkt.linktype, pkt.data, f);
+        self.ts.push(pkt.ts_ns);
+        self.caplen.push(pkt.caplen);
+        self.len.push(pkt.wirelen);
+        let l3 = f.ip_version != 0;
+        self.ip_version.push(f.ip_version);
+        self.protocol.push(f.protocol);
+        self.src.extend_from_slice(&f.src);
+        self.dst.extend_from_slice(&f.dst);
+        self.src_port.push(f.src_port);
+        self.dst_port.push(f.dst_port);
+        self.vlan.push(f.vlan_id);
+        self.flags.push(f.tcp_flags);
+        self.has_l3.push(l3);
+        self.has_ports.push(f.has_ports);
+        self.has_vlan.push(f.has_vlan);
+        self.has_flags.push(f.has_tcp_flags);
+    }
+
+    /// The held rows as a batch (None when empty); the columns are then empty again.
+    pub fn finish(&mut self) -> Option<RecordBatch> {
+        if self.is_empty() {
+            return None;
+        }
+        let cap = self.cap;
+        fn take<T>(v: &mut Vec<T>, cap: usize) -> Vec<T> {
+            std::mem::replace(v, Vec::with_capacity(cap))
+        }
+        let has_l3 = take(&mut self.has_l3, cap);
+        let columns: Vec<ArrayRef> = vec![
+            prim::<Int64Type>(take(&mut self.ts, cap), None),
+            prim::<UInt32Type>(take(&mut self.caplen, cap), None),
+            prim::<UInt32Type>(take(&mut self.len, cap), None),
+            prim::<UInt8Type>(take(&mut self.ip_version, cap), Some(has_l3.clone())),
+            prim::<UInt8Type>(take(&mut self.protocol, cap), Some(has_l3.clone())),
+            addrs(take(&mut self.src, cap * ADDR_LEN), has_l3.clone()),
+            addrs(take(&mut self.dst, cap * ADDR_LEN), has_l3),
+            prim::<UInt16Type>(take(&mut self.src_port, cap), Some(self.has_ports.clone())),
+            prim::<UInt16Type>(take(&mut self.dst_port, cap), Some(take(&mut self.has_ports, cap))),
+            prim::<UInt16Type>(take(&mut self.vlan, cap), Some(take(&mut self.has_vlan, cap))),
+            prim::<UInt8Type>(take(&mut self.flags, cap), Some(take(&mut self.has_flags, cap))),
+        ];
+        Some(RecordBatch::try_new(projection_schema(), columns).expect("projection columns match their schema"))
+    }
+}
+
+/// Raw packets (timestamp, lengths, bytes) collected into batches.
+pub struct RawBatchBuilder {
+    cap: usize,
+    ts: Vec<i64>,
+    caplen: Vec<u32>,
+    wirelen: Vec<u32>,
+    offsets: Vec<i32>,
+    data: Vec<u8>,
+}
+
+impl RawBatchBuilder {
+    /// Columns for batches of `batch_size` rows (at least 1).
+    pub fn new(batch_size: usize) -> Self {
+        let cap = batch_size.max(1);
+        let mut offsets = Vec::with_capacity(cap + 1);
+        offsets.push(0);
+        RawBatchBuilder {
+            cap,
+            ts: Vec::with_capacity(cap),
+            caplen: Vec::with_capacity(cap),
+            wirelen: Vec::with_capacity(cap),
+            offsets,
+            data: Vec::new(),
+        }
+    }
+
+    /// Whether the batch is full: `batch_size` rows, or the binary column near 2 GiB.
+    pub fn is_full(&self) -> bool {
+        self.ts.len() >= self.cap || self.data.len() > (i32::MAX as usize) - (1 << 20)
+    }
+
+    /// Whether no rows are held.
+    pub fn is_empty(&self) -> bool {
+        self.ts.is_empty()
+    }
+
+    /// Append one packet.
+    pub fn push(&mut self, pkt: &RawPacket<'_>) {
+        self.ts.push(pkt.ts_ns);
+        self.caplen.push(pkt.caplen);
+        self.wirelen.push(pkt.wirelen);
+        self.data.extend_from_slice(pkt.data);
+        self.offsets.push(self.data.len() as i32);
+    }
+
+    /// The held rows as a batch (None when empty).
+    pub fn finish(&mut self) -> Option<RecordBatch> {
+        if self.is_empty() {
+            return None;
+        }
+        let cap = self.cap;
+        let mut offsets = std::mem::replace(&mut self.offsets, Vec::with_capacity(cap + 1));
+        self.offsets.push(0);
+        let data = std::mem::take(&mut self.data);
+        let ts = std::mem::replace(&mut self.ts, Vec::with_capacity(cap));
+        let caplen = std::mem::replace(&mut self.caplen, Vec::with_capacity(cap));
+        let wirelen = std::mem::replace(&mut self.wirelen, Vec::with_capacity(cap));
+        offsets.shrink_to_fit();
+        let binary = BinaryArray::new(OffsetBuffer::new(ScalarBuffer::from(offsets)), Buffer::from_vec(data), None);
+        let columns: Vec<ArrayRef> = vec![
+            prim::<Int64Type>(ts, None),
+            prim::<UInt32Type>(caplen, None),
+            prim::<UInt32Type>(wirelen, None),
+            Arc::new(binary),
+        ];
+        Some(RecordBatch::try_new(raw_schema(), columns).expect("raw columns match their schema"))
+    }
+}

@@ -1,0 +1,66 @@
+"""Helpers for the perf tests: an independent, spec-level writer of the perf datasets.
+
+It follows the dataset definition (64-byte UDP, 512-byte TCP SYN, alternating, Ethernet
+10:11:12:13:14:15 <- 20:21:22:23:24:25, 10.0.0.1 -> 10.0.0.2, ts 1700000000 s + index µs)
+so the runner can be tested on its own, and so the native generator can be checked against it
+(classic little-endian microsecond pcap, snaplen 65536, link type 1).
+"""
+
+from __future__ import annotations
+
+import struct
+
+CASES = ("udp-64", "tcp-512", "mixed")
+
+
+def frame(size: int, traffic: str) -> bytes:
+    eth = bytes.fromhex("101112131415") + bytes.fromhex("202122232425") + b"\x08\x00"
+    proto = 6 if traffic == "tcp" else 17
+    ip = struct.pack(
+        "!BBHHHBBH4s4s", 0x45, 0, size - 14, 1, 0x4000, 64, proto, 0,
+        bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2]),
+    )
+    if traffic == "udp":
+        l4 = struct.pack("!HHHH", 12000, 5300, size - 34, 0)
+    else:
+        l4 = struct.pack("!HHIIHHHH", 12000, 443, 1, 0, 0x5002, 65535, 0, 0)
+    head = eth + ip + l4
+    return head + bytes(size - len(head))
+
+
+def _sizes(case: str, count: int):
+    for i in range(count):
+        if case == "udp-64":
+            yield 64, "udp"
+        elif case == "tcp-512":
+            yield 512, "tcp"
+        elif case == "mixed":
+            yield (64, "udp") if i % 2 == 0 else (512, "tcp")
+        else:
+            raise ValueError(f"unknown case {case!r}")
+
+
+def expected_bytes(case: str, count: int) -> int:
+    return sum(size for size, _ in _sizes(case, count))
+
+
+def expected_file_size(case: str, count: int) -> int:
+    return 24 + 16 * count + expected_bytes(case, count)
+
+
+def generate(case: str, count: int, path: str) -> None:
+    frames = {("udp"): frame(64, "udp"), ("tcp"): frame(512, "tcp")}
+    with open(path, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65536, 1))  # snaplen 65536, Ethernet
+        for i, (size, traffic) in enumerate(_sizes(case, count)):
+            data = frames[traffic]
+            f.write(struct.pack("<IIII", 1700000000, i % 1_000_000, size, size))
+            f.write(data)
+
+
+class SpecDatasets:
+    """A stand-in for paclo.perf.datasets built on the functions above."""
+
+    expected_bytes = staticmethod(expected_bytes)
+    expected_file_size = staticmethod(expected_file_size)
+    generate = staticmethod(generate)

@@ -1,0 +1,101 @@
+"""paclo.perf.load / compare / plot and the notebook."""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from _perf_util import SpecDatasets
+from paclo.perf import cli, runner
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    out = tmp_path_factory.mktemp("perf")
+    opts = cli.parse_args(
+        ["--output", str(out), "--packets", "1000", "--runs", "2", "--warmups", "0",
+         "--peers", "--scenarios", "raw-seq,peer-dpkt-raw"]
+    )
+    runner.run(opts, datasets=SpecDatasets, out=io.StringIO())
+    return out / "results.json"
+
+
+def test_load_has_one_row_per_run(results):
+    import paclo.perf
+
+    df = paclo.perf.load(results)
+    assert len(df) == 3 * 2 * 2  # cases x scenarios x runs
+    assert list(df.columns[:7]) == ["mode", "case", "scenario", "run", "profile", "path", "peer"]
+    assert set(df["scenario"]) == {"raw-seq", "peer-dpkt-raw"}
+    assert sorted(set(df["run"])) == [1, 2]
+    assert (df["packets"] == 1000).all()
+    assert df.loc[df["scenario"] == "peer-dpkt-raw", "peer"].all()
+    assert not df.loc[df["scenario"] == "raw-seq", "peer"].any()
+    # the directory works as well as the file
+    assert len(paclo.perf.load(results.parent)) == len(df)
+
+
+def test_load_rejects_other_schema_versions(tmp_path, results):
+    import paclo.perf
+
+    doc = json.loads(results.read_text())
+    doc["schema_version"] = 1
+    bad = tmp_path / "old.json"
+    bad.write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match="schema_version must be 2, got 1"):
+        paclo.perf.load(bad)
+
+
+def test_compare_gives_ratios_of_medians(tmp_path, results):
+    import paclo.perf
+
+    a = json.loads(results.read_text())
+    b = copy.deepcopy(a)
+    for result in b["offline"]:
+        stat = result["summary"]["packets_per_sec"]
+        stat["median"] *= 2
+        result["summary"]["ns_per_packet"]["median"] /= 4
+    b["offline"] = [r for r in b["offline"] if r["case"] != "mixed"]
+    frame = paclo.perf.compare(a, b)
+    assert len(frame) == 4  # only (case, scenario) pairs present in both
+    assert frame["packets_per_sec_ratio"].tolist() == pytest.approx([2.0] * 4)
+    assert frame["ns_per_packet_ratio"].tolist() == pytest.approx([0.25] * 4)
+    row = frame.loc[("udp-64", "raw-seq")]
+    assert row["packets_per_sec_b"] == pytest.approx(2 * row["packets_per_sec_a"])
+
+
+def test_plot_makes_one_figure_per_case(results):
+    pytest.importorskip("matplotlib")
+    import paclo.perf
+
+    figures = paclo.perf.plot(results)
+    assert len(figures) == 3
+    assert [f.axes[0].get_title() for f in figures] == ["udp-64", "tcp-512", "mixed"]
+    labels = [t.get_text() for t in figures[0].axes[0].get_yticklabels()]
+    assert labels == ["raw-seq", "peer-dpkt-raw"]
+    with pytest.raises(ValueError, match="metric must be one of"):
+        paclo.perf.plot(results, metric="speed")
+
+
+def test_notebook_runs_headless_on_a_results_file(results, monkeypatch):
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    # the kernel must be this interpreter (the one paclo is installed in)
+    monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    monkeypatch.setenv("PACLO_PERF_RESULTS", str(results))
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    nb = nbformat.read(ROOT / "notebooks" / "perf.ipynb", as_version=4)
+    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3").execute()
+    outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
+    text = "".join(o.get("text", "") for o in outputs)
+    assert "profile quick" in text
+    assert any("raw-seq" in str(o.get("data", {})) for o in outputs)
