@@ -379,3 +379,13 @@ def test_packet_buffer_protocol(tmp_path):
     view = memoryview(pkts[1])
     del pkts
     assert view.tobytes() == RECS[1].data  # the view keeps the packet and its map alive
+
+
+def test_decode_errors_are_counted(tmp_path):
+    p = write(tmp_path, "short.pcap", classic([Rec(1_000, b"\x01\x02\x03"), Rec(2_000, udp_frame(53))]))
+    r = paclo.read(p, decode="full")
+    maps = list(r)
+    assert "decode_error" in maps[0] and "decoded" in maps[1]
+    assert r.stats()["packets"] == {"captured": 2, "processed": 2, "decode_errors": 1}
+    acc, stats = paclo.reduce(lambda a, m: a + ("decode_error" in m), 0, path=p, decode="full", report=True)
+    assert acc == 1 and stats["packets"]["decode_errors"] == 1
