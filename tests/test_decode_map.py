@@ -288,3 +288,9 @@ def test_key_order_is_stable():
     tagged = d(vlan(0x8100, 0, 0, 1, 0x0800, ipv4(1, icmp(8, 0))))
     assert list(tagged) == ["type", "src", "dst", "eth", "vlan_tags", "l3"]
     assert list(tagged["l3"]["flow_key"]) == ["proto", "src_ip", "dst_ip"]
+
+
+def test_tls_long_sni_summary():
+    host = "a" * 60 + "." + "b" * 600 + ".example"
+    app = d(eth(0x0800, ipv4(6, tcp(1, 443, 0x18, client_hello(host, [])))))["l3"]["l4"]["app"]
+    assert app == {"type": "tls", "sni": host, "summary": f"TLS ClientHello SNI={host}"}

@@ -645,7 +645,6 @@ fn tls_map<'py>(py: Python<'py>, k: &Strings, ch: &ClientHello<'_>) -> PyResult<
     if let Some(sni) = ch.sni {
         m.text(&k.sni, sni)?;
     }
-    let mut summary = String::from("TLS ClientHello");
     if ch.has_alpn() {
         let list = PyList::empty(py);
         for p in ch.alpn() {
@@ -653,23 +652,34 @@ fn tls_map<'py>(py: Python<'py>, k: &Strings, ch: &ClientHello<'_>) -> PyResult<
         }
         m.set(&k.alpn, list)?;
     }
+    // The summary fits a stack buffer unless the names are unusually long.
+    let mut small = StackText::<512>::new();
+    if tls_summary(&mut small, ch).is_ok() {
+        m.text(&k.summary, small.as_str())?;
+    } else {
+        let mut long = String::new();
+        let _ = tls_summary(&mut long, ch);
+        m.text(&k.summary, &long)?;
+    }
+    Ok(m.d)
+}
+
+/// `TLS ClientHello SNI=<host>`, else `TLS ClientHello ALPN=<a>,<b>`.
+fn tls_summary(out: &mut impl core::fmt::Write, ch: &ClientHello<'_>) -> core::fmt::Result {
+    out.write_str("TLS ClientHello")?;
     match ch.sni {
-        Some(sni) => {
-            summary.push_str(" SNI=");
-            summary.push_str(sni);
-        }
+        Some(sni) => write!(out, " SNI={sni}"),
         None => {
-            summary.push_str(" ALPN=");
+            out.write_str(" ALPN=")?;
             for (i, p) in ch.alpn().enumerate() {
                 if i > 0 {
-                    summary.push(',');
+                    out.write_char(',')?;
                 }
-                summary.push_str(p);
+                out.write_str(p)?;
             }
+            Ok(())
         }
     }
-    m.text(&k.summary, &summary)?;
-    Ok(m.d)
 }
 
 /// The packet map of raw bytes (timestamps 0, caplen = len = `len(data)`).
