@@ -146,11 +146,10 @@ def pcap_filter(args: argparse.Namespace) -> int:
         for pkt in probe:
             linktype = pkt.linktype
             break
-    in_packets = in_bytes = out_packets = out_bytes = 0
-    with paclo.read(src) as every:
-        for pkt in every:
-            in_packets += 1
-            in_bytes += pkt.caplen
+    from . import _paclo
+
+    in_packets, in_bytes = _paclo.count_packets(src)
+    out_packets = out_bytes = 0
     with paclo.read(src, filter=bpf) as kept, paclo.PcapWriter(args.output, linktype=linktype, nanosecond=True) as w:
         for pkt in kept:
             if min_caplen is not None and pkt.caplen < min_caplen:
