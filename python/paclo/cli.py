@@ -13,6 +13,7 @@ import csv
 import datetime as _dt
 import json
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -303,6 +304,10 @@ def _parser() -> _Parser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:
+        # As a command: Ctrl-C stops at once, also inside a native loop that holds no GIL
+        # checkpoint (the default handler only sets a flag Python reads after the loop).
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "perf":
         try:
