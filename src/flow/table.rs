@@ -242,7 +242,7 @@ pub struct FlowTable {
     map: Map,
     expired: Vec<(Packed, FlowStats, Expiration)>,
     packets: u64,
-    without_ip: u64,
+    not_aggregated: u64,
     last_ts: i64,
 }
 
@@ -255,7 +255,7 @@ impl FlowTable {
             map: Map::default(),
             expired: Vec::new(),
             packets: 0,
-            without_ip: 0,
+            not_aggregated: 0,
             last_ts: i64::MIN,
         }
     }
@@ -263,7 +263,7 @@ impl FlowTable {
     /// Packets seen, and how many of them no flow counts (no IP layer, or an IPv6
     /// extension chain that hides the protocol).
     pub fn counts(&self) -> (u64, u64) {
-        (self.packets, self.without_ip)
+        (self.packets, self.not_aggregated)
     }
 
     /// Live flows plus flows already split off by timeouts.
@@ -283,7 +283,7 @@ impl FlowTable {
         self.last_ts = self.last_ts.max(pkt.ts_ns);
         fastpath::parse(pkt.linktype, pkt.data, &mut self.fields);
         if self.fields.ip_version == 0 || !self.fields.has_protocol {
-            self.without_ip += 1;
+            self.not_aggregated += 1;
             return;
         }
         let key = Packed::new(&self.fields, self.opts.key_vlan);
@@ -313,7 +313,7 @@ impl FlowTable {
     /// Fold a table built from another part of the capture in (without timeouts only).
     pub fn merge(&mut self, other: FlowTable) {
         self.packets += other.packets;
-        self.without_ip += other.without_ip;
+        self.not_aggregated += other.not_aggregated;
         self.last_ts = self.last_ts.max(other.last_ts);
         for (k, s) in other.map {
             self.map.entry(k).and_modify(|m| m.merge(&s)).or_insert(s);
@@ -347,9 +347,9 @@ impl FlowTable {
     /// The table as one Arrow batch (columns as in [`flow_schema`]).
     pub fn to_batch(self) -> RecordBatch {
         let opts = self.opts;
-        let (packets_total, without_ip) = self.counts();
+        let (packets_total, not_aggregated) = self.counts();
         let rows = self.rows();
-        flow_batch(&rows, opts, packets_total, without_ip)
+        flow_batch(&rows, opts, packets_total, not_aggregated)
     }
 }
 
@@ -388,7 +388,7 @@ pub fn flow_schema(opts: FlowOptions) -> Schema {
     Schema::new(fields)
 }
 
-fn flow_batch(rows: &[(FlowKey, FlowStats, Expiration)], opts: FlowOptions, total: u64, without_ip: u64) -> RecordBatch {
+fn flow_batch(rows: &[(FlowKey, FlowStats, Expiration)], opts: FlowOptions, total: u64, not_aggregated: u64) -> RecordBatch {
     let n = rows.len();
     let col = |f: &dyn Fn(&FlowKey, &FlowStats) -> u64| -> ArrayRef {
         prim::<UInt64Type>(rows.iter().map(|(k, s, _)| f(k, s)).collect(), None)
@@ -434,7 +434,7 @@ fn flow_batch(rows: &[(FlowKey, FlowStats, Expiration)], opts: FlowOptions, tota
     }
     let mut schema = flow_schema(opts);
     schema.metadata.insert("paclo.packets_total".to_string(), total.to_string());
-    schema.metadata.insert("paclo.packets_not_aggregated".to_string(), without_ip.to_string());
+    schema.metadata.insert("paclo.packets_not_aggregated".to_string(), not_aggregated.to_string());
     let schema: SchemaRef = Arc::new(schema);
     RecordBatch::try_new(schema, columns).expect("flow columns match their schema")
 }

@@ -170,7 +170,7 @@ pub fn corpus() -> Vec<(u32, Vec<u8>)> {
         for tags in links {
             out.push((linktype::ETHERNET, ethernet(et, tags, p)));
         }
-        // EtherType and version disagree: etherparse follows the version nibble.
+        // EtherType and version disagree: the version nibble decides.
         out.push((linktype::ETHERNET, ethernet(if et == 0x0800 { 0x86DD } else { 0x0800 }, &[], p)));
         out.push((linktype::RAW, p.clone()));
     }
