@@ -299,3 +299,14 @@ def test_other_link_types(tmp_path, linktype, header):
     assert rows[0]["src_ip"] == MAPPED + bytes([10, 9, 8, 7])
     assert rows[1]["ip_version"] is None
     assert paclo.flows(path).num_rows == 1
+
+
+def test_empty_capture(tmp_path):
+    path = write_pcap(tmp_path / "empty.pcap", [])
+    t = paclo.project(path)
+    assert t.num_rows == 0 and t.column_names == PROJECTION_COLUMNS
+    f = paclo.flows(path, bidirectional=True, idle_timeout=1)
+    assert f.num_rows == 0 and f.column_names[-1] == "expiration_reason"
+    assert int(f.schema.metadata[b"paclo.packets_total"]) == 0
+    assert paclo.flow_topn(path) == [] and list(paclo.read_batches(path)) == []
+    assert paclo.ip_to_str(t.column("src_ip")).to_pylist() == []
