@@ -99,34 +99,6 @@ impl Packed {
     }
 }
 
-impl FlowKey {
-    /// The key of a projected packet (None without L3 or without a known protocol).
-    pub fn from_fields(f: &FlowFields, with_vlan: bool) -> Option<FlowKey> {
-        if f.ip_version == 0 || !f.has_protocol {
-            return None;
-        }
-        Some(FlowKey {
-            ip_version: f.ip_version,
-            protocol: f.protocol,
-            src: f.src,
-            src_port: f.has_ports.then_some(f.src_port),
-            dst: f.dst,
-            dst_port: f.has_ports.then_some(f.dst_port),
-            vlan_id: if with_vlan && f.has_vlan { Some(f.vlan_id) } else { None },
-        })
-    }
-
-    /// The canonical (smaller endpoint first) key, and whether the packet ran from the
-    /// canonical source to the canonical destination.
-    pub fn canonical(self) -> (FlowKey, bool) {
-        if (self.src, self.src_port) <= (self.dst, self.dst_port) {
-            (self, true)
-        } else {
-            let k = FlowKey { src: self.dst, src_port: self.dst_port, dst: self.src, dst_port: self.src_port, ..self };
-            (k, false)
-        }
-    }
-}
 
 /// Counters of one flow.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -444,6 +416,28 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// The reference the packed key is checked against: the key field by field.
+    fn key_of(f: &FlowFields) -> FlowKey {
+        FlowKey {
+            ip_version: f.ip_version,
+            protocol: f.protocol,
+            src: f.src,
+            src_port: f.has_ports.then_some(f.src_port),
+            dst: f.dst,
+            dst_port: f.has_ports.then_some(f.dst_port),
+            vlan_id: f.has_vlan.then_some(f.vlan_id),
+        }
+    }
+
+    /// The smaller `(address, port)` first (derived `Option` order: `None` first).
+    fn canonical(k: FlowKey) -> (FlowKey, bool) {
+        if (k.src, k.src_port) <= (k.dst, k.dst_port) {
+            (k, true)
+        } else {
+            (FlowKey { src: k.dst, src_port: k.dst_port, dst: k.src, dst_port: k.src_port, ..k }, false)
+        }
+    }
+
     proptest! {
         #[test]
         fn packed_keys_round_trip_and_order_like_flow_keys(
@@ -464,11 +458,11 @@ mod tests {
                 vlan_id: vlan.unwrap_or(0),
                 ..FlowFields::default()
             };
-            let key = FlowKey::from_fields(&f, true).unwrap();
+            let key = key_of(&f);
             let packed = Packed::new(&f, true);
             prop_assert_eq!(packed.unpack(), key);
             let (pc, pf) = packed.canonical();
-            let (kc, kf) = key.canonical();
+            let (kc, kf) = canonical(key);
             prop_assert_eq!(pc.unpack(), kc);
             prop_assert_eq!(pf, kf);
         }
