@@ -258,13 +258,12 @@ impl RawBatchBuilder {
             return None;
         }
         let cap = self.cap;
-        let mut offsets = std::mem::replace(&mut self.offsets, Vec::with_capacity(cap + 1));
+        let offsets = std::mem::replace(&mut self.offsets, Vec::with_capacity(cap + 1));
         self.offsets.push(0);
         let data = std::mem::take(&mut self.data);
         let ts = std::mem::replace(&mut self.ts, Vec::with_capacity(cap));
         let caplen = std::mem::replace(&mut self.caplen, Vec::with_capacity(cap));
         let wirelen = std::mem::replace(&mut self.wirelen, Vec::with_capacity(cap));
-        offsets.shrink_to_fit();
         let binary = BinaryArray::new(OffsetBuffer::new(ScalarBuffer::from(offsets)), Buffer::from_vec(data), None);
         let columns: Vec<ArrayRef> = vec![
             prim::<Int64Type>(ts, None),

@@ -135,7 +135,7 @@ impl ArrowStream {
     }
 }
 
-fn paths_opts(paths: Vec<PathBuf>) -> PyResult<Vec<PathBuf>> {
+fn nonempty(paths: Vec<PathBuf>) -> PyResult<Vec<PathBuf>> {
     if paths.is_empty() {
         return Err(PyValueError::new_err("source must name at least one capture file"));
     }
@@ -152,7 +152,7 @@ fn factory(filter: Option<String>) -> impl Fn(&FileReader) -> Result<Box<dyn Pac
 #[pyfunction]
 #[pyo3(signature = (paths, *, filter = None, batch_size = 1_048_576))]
 fn flow_project(py: Python<'_>, paths: Vec<PathBuf>, filter: Option<String>, batch_size: usize) -> PyResult<ArrowStream> {
-    let paths = paths_opts(paths)?;
+    let paths = nonempty(paths)?;
     if batch_size == 0 {
         return Err(PyValueError::new_err("batch_size must be a positive integer"));
     }
@@ -176,7 +176,7 @@ fn build_table(
     filter: Option<String>,
     opts: FlowOptions,
 ) -> PyResult<FlowTable> {
-    let paths = paths_opts(paths)?;
+    let paths = nonempty(paths)?;
     let make = factory(filter);
     let (table, warn) = py.detach(|| flow::flows_files(&paths, &make, opts))?;
     warn_truncated(py, warn)?;
