@@ -237,6 +237,33 @@ fn corpus_and_every_prefix_agree_with_the_decoder() {
     }
 }
 
+/// The decoder's golden frames: the fuzz seeds, each a link-type index (into the fuzz
+/// target's table) followed by the frame.
+fn golden_frames() -> Vec<(u32, Vec<u8>)> {
+    const SEED_LINKTYPES: [u32; 9] = [0, 1, 12, 14, 101, 108, 113, 276, 147];
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/decode");
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(&dir).expect("fuzz/seeds/decode holds the decoder's golden frames") {
+        let bytes = std::fs::read(entry.expect("a seed file").path()).expect("a readable seed");
+        if let Some((&index, frame)) = bytes.split_first() {
+            out.push((SEED_LINKTYPES[usize::from(index) % SEED_LINKTYPES.len()], frame.to_vec()));
+        }
+    }
+    out
+}
+
+#[test]
+fn golden_frames_and_every_prefix_agree_with_the_decoder() {
+    let golden = golden_frames();
+    let with_l3 = golden.iter().filter(|(lt, f)| decoder_view(*lt, f).ip_version != 0).count();
+    assert!(golden.len() >= 50 && with_l3 * 2 >= golden.len(), "{with_l3} of {} golden frames carry IP", golden.len());
+    for (lt, frame) in &golden {
+        for n in 0..=frame.len() {
+            check_decoder(*lt, &frame[..n]);
+        }
+    }
+}
+
 fn decoder_linktype() -> impl Strategy<Value = u32> {
     prop_oneof![
         Just(linktype::ETHERNET),
