@@ -102,7 +102,7 @@ fn file_steps(path: &str) {
     use paclo::pcap::FileReader;
     use paclo::PacketSource;
     type Step = (&'static str, fn(&str) -> u64);
-    let steps: [Step; 4] = [
+    let steps: [Step; 5] = [
         ("walk", |p| {
             let mut r = FileReader::open(p).unwrap();
             let mut n = 0u64;
@@ -132,6 +132,19 @@ fn file_steps(path: &str) {
                 }
             }
             n + b.finish().map_or(0, |x| x.num_rows() as u64)
+        }),
+        ("projection (batches kept)", |p| {
+            let mut r = FileReader::open(p).unwrap();
+            let mut b = ProjectionBuilder::new(1 << 20);
+            let mut kept = Vec::new();
+            while let Some(pkt) = r.next_packet().unwrap() {
+                b.push(&pkt);
+                if b.is_full() {
+                    kept.extend(b.finish());
+                }
+            }
+            kept.extend(b.finish());
+            kept.iter().map(|x| x.num_rows() as u64).sum()
         }),
         ("flow table", |p| {
             let mut r = FileReader::open(p).unwrap();

@@ -14,16 +14,26 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub enum Error {
     /// The file does not exist (Python `FileNotFoundError`).
     #[error("no such file: {}", path.display())]
-    NotFound { path: PathBuf },
+    NotFound {
+        /// The path that was opened.
+        path: PathBuf,
+    },
 
     /// The file or device may not be opened (Python `PermissionError`).
     #[error("permission denied: {what}{}", hint.map(|h| format!(" ({h})")).unwrap_or_default())]
-    PermissionDenied { what: String, hint: Option<&'static str> },
+    PermissionDenied {
+        /// The path or device refused.
+        what: String,
+        /// What would grant access (e.g. CAP_NET_RAW), if known.
+        hint: Option<&'static str>,
+    },
 
     /// Any other I/O failure on a path (Python `OSError`).
     #[error("{}: {source}", path.display())]
     Io {
+        /// The path of the failed operation.
         path: PathBuf,
+        /// The underlying error.
         #[source]
         source: std::io::Error,
     },
@@ -31,11 +41,13 @@ pub enum Error {
     /// The bytes are not a valid capture file (Python `paclo.PcapFormatError`).
     #[error("{}: {message} (record {index}, byte offset {offset})", path.display())]
     Format {
+        /// The capture file.
         path: PathBuf,
         /// Index of the record being read (0-based; 0 for file-header problems).
         index: u64,
         /// Byte offset in the file where the problem starts.
         offset: u64,
+        /// What is wrong.
         message: String,
     },
 
@@ -44,16 +56,26 @@ pub enum Error {
     /// a `PcapFormatError`).
     #[error("{}: truncated record {index} at byte offset {offset}: need {need} bytes, have {have}", path.display())]
     Truncated {
+        /// The capture file.
         path: PathBuf,
+        /// Index of the cut record (0-based).
         index: u64,
+        /// Byte offset where the cut record starts.
         offset: u64,
+        /// Bytes the record needs from `offset`.
         need: u64,
+        /// Bytes present from `offset`.
         have: u64,
     },
 
     /// A BPF expression libpcap could not compile (Python `ValueError`).
     #[error("invalid filter {expr:?}: {message}")]
-    Filter { expr: String, message: String },
+    Filter {
+        /// The expression as given.
+        expr: String,
+        /// libpcap's message.
+        message: String,
+    },
 
     /// An option value out of its domain (Python `ValueError`).
     #[error("{0}")]

@@ -158,8 +158,6 @@ def ref_project(linktype: int, data: bytes) -> dict:
     if not ip:
         return row
     version = ip[0] >> 4
-    fragment = False
-    non_first = False
     if version == 4:
         ihl = (ip[0] & 15) * 4
         if ihl < 20 or len(ip) < ihl:
@@ -167,8 +165,8 @@ def ref_project(linktype: int, data: bytes) -> dict:
         total, fr, proto = struct.unpack_from("!H", ip, 2)[0], struct.unpack_from("!H", ip, 6)[0], ip[9]
         row.update(ip_version=4, protocol=proto, src_ip=MAPPED + ip[12:16], dst_ip=MAPPED + ip[16:20])
         payload = ip[ihl:] if total < ihl or total > len(ip) else ip[ihl:total]
-        non_first = (fr & 0x1FFF) != 0
-        fragment = non_first or bool(fr & 0x2000)
+        if fr & 0x1FFF:
+            return row  # a non-first fragment: no headers after the IP header
         if proto == 51:
             if len(payload) < 12 or payload[1] == 0 or len(payload) < (payload[1] + 2) * 4:
                 return row
@@ -178,41 +176,55 @@ def ref_project(linktype: int, data: bytes) -> dict:
         if len(ip) < 40:
             return row
         plen, nxt = struct.unpack_from("!HB", ip, 4)
-        row.update(ip_version=6, protocol=nxt, src_ip=ip[8:24], dst_ip=ip[24:40])
+        row.update(ip_version=6, src_ip=ip[8:24], dst_ip=ip[24:40])
         rest = ip[40:]
-        payload = rest if (plen == 0 and rest) or len(rest) < plen else rest[:plen]
+        payload = rest if plen == 0 or len(rest) < plen else rest[:plen]
         count = 0
         while nxt in (0, 43, 60, 44, 51):
-            if nxt == 0 and count > 0:
+            if count == 16 or (nxt == 0 and count > 0):
                 return row
+            count += 1
             if nxt == 44:
                 if len(payload) < 8:
                     return row
-                bits = struct.unpack_from("!H", payload, 2)[0]
-                non_first = non_first or (bits & 0xFFF8) != 0
-                fragment = fragment or (bits & 0xFFF9) != 0
+                if struct.unpack_from("!H", payload, 2)[0] & 0xFFF8:
+                    row["protocol"] = payload[0]
+                    return row
                 nxt, payload = payload[0], payload[8:]
             elif nxt == 51:
                 if len(payload) < 12 or payload[1] == 0 or len(payload) < (payload[1] + 2) * 4:
                     return row
                 nxt, payload = payload[0], payload[(payload[1] + 2) * 4:]
             else:
-                if len(payload) < 8 or len(payload) < (payload[1] + 1) * 8:
+                size = (payload[1] + 1) * 8 if len(payload) >= 8 else None
+                if size is None or len(payload) < size:
                     return row
-                nxt, payload = payload[0], payload[(payload[1] + 1) * 8:]
-            row["protocol"] = nxt
-            count += 1
+                if nxt != 43 and not _options_fit(payload[:size]):
+                    return row
+                nxt, payload = payload[0], payload[size:]
+        row["protocol"] = nxt
     else:
         return row
     proto = row["protocol"]
-    if non_first:
-        return row
     if proto == 17 and len(payload) >= 8:
         row["src_port"], row["dst_port"] = struct.unpack_from("!HH", payload, 0)
     elif proto == 6 and len(payload) >= 20 and (payload[12] >> 4) >= 5 and len(payload) >= (payload[12] >> 4) * 4:
         row["src_port"], row["dst_port"] = struct.unpack_from("!HH", payload, 0)
         row["tcp_flags"] = payload[13]
     return row
+
+
+def _options_fit(h: bytes) -> bool:
+    """Hop-by-hop/destination options: Pad1 is one byte, others are type, length, data."""
+    i = 2
+    while i < len(h):
+        if h[i] == 0:
+            i += 1
+        elif i + 1 < len(h):
+            i += 2 + h[i + 1]
+        else:
+            return False
+    return i == len(h)
 
 
 def ref_flows(packets, bidirectional=False, idle_ns=None, active_ns=None, linktype=1):
@@ -223,7 +235,7 @@ def ref_flows(packets, bidirectional=False, idle_ns=None, active_ns=None, linkty
     for ts, frame, wirelen in packets:
         last_capture = ts if last_capture is None else max(last_capture, ts)
         r = ref_project(linktype, frame)
-        if r["ip_version"] is None:
+        if r["ip_version"] is None or r["protocol"] is None:
             continue
         a = (r["src_ip"], -1 if r["src_port"] is None else r["src_port"])
         b = (r["dst_ip"], -1 if r["dst_port"] is None else r["dst_port"])

@@ -39,7 +39,9 @@ def check_invariants(s: dict) -> None:
     assert 0 <= q["depth"] <= q["capacity"] and 0 <= q["max_depth"] <= q["capacity"]
     if q["mode"] == "blocking":
         assert q["dropped"] == 0
-    assert p["captured"] >= q["enqueued"] + q["dropped"]
+    assert p["captured"] >= q["enqueued"] + q["dropped"] + q["cancelled"]
+    if s["state"] in ("closed", "failed"):
+        assert p["captured"] == q["enqueued"] + q["dropped"] + q["cancelled"]
 
 
 def test_exact_count_caplen_and_payload():
@@ -456,3 +458,23 @@ def test_hook_errors_go_to_on_error():
         assert list(cap) == []
     assert len(errors) == 1 and isinstance(errors[0], ValueError) and "hook failed" in str(errors[0])
     assert cap.state == "closed" and cap.stats()["error"] is None
+
+
+def test_capture_thread_runs_while_python_holds_the_gil():
+    import sys
+
+    n = 100
+    with Receiver() as rx:
+        cap = paclo.capture(LO, filter=rx.filter)
+        old = sys.getswitchinterval()
+        sys.setswitchinterval(100.0)  # no other Python thread gets the GIL meanwhile
+        try:
+            send(rx.port, n)
+            end = time.monotonic() + 0.5
+            while time.monotonic() < end:  # pure Python: the GIL is never released
+                pass
+            captured = cap.stats()["packets"]["captured"]
+        finally:
+            sys.setswitchinterval(old)
+        cap.close()
+    assert captured == n

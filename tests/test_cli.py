@@ -159,3 +159,31 @@ def test_help(small):
     assert r.returncode == 0 and "--mode" in r.stdout and "unidir|bidir" in r.stdout
     r = subprocess.run(["paclo", "pcap-filter", "--help"], capture_output=True, text=True)
     assert r.returncode == 0 and "--min-caplen" in r.stdout
+
+
+def test_perf_subcommand_forwards_its_arguments(monkeypatch):
+    import types
+
+    from paclo import cli
+
+    seen = []
+    fake = types.ModuleType("paclo.perf.__main__")
+    fake.main = lambda argv: seen.append(argv) or 7
+    monkeypatch.setitem(sys.modules, "paclo.perf.__main__", fake)
+    assert cli.main(["perf", "--profile", "quick", "--format", "json"]) == 7
+    assert seen == [["--profile", "quick", "--format", "json"]]
+
+
+def test_command_lets_ctrl_c_stop_it(small):
+    """As a command, SIGINT has its default action: it stops a native loop at once."""
+    path, _ = small
+    code = ("import signal, sys; from paclo import cli; "
+            f"sys.argv = ['paclo', 'pcap-stats', {str(path)!r}, '--format', 'json']; cli.main(); "
+            "print(signal.getsignal(signal.SIGINT) is signal.SIG_DFL, file=sys.stderr)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stderr.strip().endswith("True"), r.stderr
+    code_lib = ("import signal, sys; from paclo import cli; "
+                f"cli.main(['pcap-stats', {str(path)!r}, '--format', 'json']); "
+                "print(signal.getsignal(signal.SIGINT) is signal.SIG_DFL, file=sys.stderr)")
+    r = subprocess.run([sys.executable, "-c", code_lib], capture_output=True, text=True, timeout=60)
+    assert r.stderr.strip().endswith("False"), r.stderr  # main(argv) from Python keeps the handler

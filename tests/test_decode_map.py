@@ -270,3 +270,27 @@ def test_tls_client_hello_sni_alpn():
     assert "app" not in nothing["l3"]["l4"]
     cut = d(eth(0x0800, ipv4(6, tcp(1, 443, 0x18, hello[:-1]))))
     assert "app" not in cut["l3"]["l4"]
+
+
+def test_key_order_is_stable():
+    v4 = d(eth(0x0800, ipv4(6, tcp(1, 2, 0x02))))
+    assert list(v4) == ["type", "src", "dst", "eth", "l3"]
+    assert list(v4["l3"]) == ["type", "version", "ihl", "tos", "total_length", "id", "flags_frag", "ttl",
+                              "protocol", "header_checksum", "src", "dst", "frag", "frag_offset", "flow_key", "l4"]
+    assert list(v4["l3"]["flow_key"]) == ["proto", "src_ip", "src_port", "dst_ip", "dst_port"]
+    assert list(v4["l3"]["l4"]) == ["type", "src_port", "dst_port", "seq", "ack", "flags", "flags_str", "window",
+                                    "checksum", "urgent_pointer", "header_len", "data_len", "payload"]
+    assert list(v4["l3"]["l4"]["flags"]) == ["urg", "ack", "psh", "rst", "syn", "fin", "ece", "cwr"]
+    v6 = d(eth(0x86DD, ipv6(17, udp(1, 2, b""))))["l3"]
+    assert list(v6) == ["type", "version", "traffic_class", "flow_label", "payload_length", "next_header",
+                        "hop_limit", "src", "dst", "src_compact", "dst_compact", "frag", "frag_offset", "flow_key", "l4"]
+    assert list(v6["l4"]) == ["type", "src_port", "dst_port", "length", "checksum", "data_len", "payload"]
+    tagged = d(vlan(0x8100, 0, 0, 1, 0x0800, ipv4(1, icmp(8, 0))))
+    assert list(tagged) == ["type", "src", "dst", "eth", "vlan_tags", "l3"]
+    assert list(tagged["l3"]["flow_key"]) == ["proto", "src_ip", "dst_ip"]
+
+
+def test_tls_long_sni_summary():
+    host = "a" * 60 + "." + "b" * 600 + ".example"
+    app = d(eth(0x0800, ipv4(6, tcp(1, 443, 0x18, client_hello(host, [])))))["l3"]["l4"]["app"]
+    assert app == {"type": "tls", "sni": host, "summary": f"TLS ClientHello SNI={host}"}

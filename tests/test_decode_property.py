@@ -25,7 +25,18 @@ def check(m: dict, data: bytes) -> None:
     if "decode_error" in m:
         assert ERROR.fullmatch(m["decode_error"]), m["decode_error"]
     if "decoded" in m:
-        assert "l3" in m["decoded"]
+        l3 = m["decoded"]["l3"]
+        l4 = l3.get("l4")
+        if l4 is not None:
+            assert l4["data_len"] == len(l4["payload"])
+            key = l3["flow_key"]
+            if l4["type"] in ("tcp", "udp"):
+                assert (key["proto"], key["src_port"], key["dst_port"]) == \
+                    (l4["type"], l4["src_port"], l4["dst_port"])
+            elif key is not None and "src_port" in key:
+                assert key["src_port"] is None and key["dst_port"] is None
+        if l3["type"] == "ipv6":
+            assert (l3["next_header"] is None) == (l3["flow_key"] is None)
 
 
 @settings(max_examples=400, deadline=None)

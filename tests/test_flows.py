@@ -66,8 +66,8 @@ def test_flows_equal_reference(mixed, bidirectional):
     assert len(expected) > 20
     md = table.schema.metadata
     assert int(md[b"paclo.packets_total"]) == len(pkts)
-    non_ip = sum(1 for _, f, _ in pkts if ref_project(1, f)["ip_version"] is None)
-    assert int(md[b"paclo.packets_without_ip"]) == non_ip
+    unkeyed = sum(1 for _, f, _ in pkts if ref_project(1, f)["protocol"] is None)
+    assert int(md[b"paclo.packets_not_aggregated"]) == unkeyed > 0
     if bidirectional:
         assert "src2dst_packets" in table.column_names and "expiration_reason" not in table.column_names
         assert any(r["src2dst_packets"] and r["dst2src_packets"] for r in expected)
@@ -124,7 +124,7 @@ def test_ipv6_extension_headers_and_fragments(tmp_path):
     ]
     rows = paclo.project(write_pcap(tmp_path / "x.pcap", pkts)).to_pylist()
     assert [(r["ip_version"], r["protocol"], r["src_port"], r["dst_port"]) for r in rows] == [
-        (6, 17, 5, 6), (6, 17, None, None), (4, 6, 80, 81), (4, 6, None, None), (6, 0, None, None)]
+        (6, 17, 5, 6), (6, 17, None, None), (4, 6, 80, 81), (4, 6, None, None), (6, None, None, None)]
 
 
 def test_flow_topn_rows_ties_and_ipv6_text(tmp_path):
@@ -281,3 +281,32 @@ def test_reduce_decode_flow_sees_the_same_fields(mixed):
     got = paclo.reduce(lambda acc, d: acc + [(d["protocol"], d["src_port"], d["dst_ip"])], [], path=path, decode="flow")
     exp = [(r["protocol"], r["src_port"], r["dst_ip"]) for r in (ref_project(1, f) for _, f, _ in pkts)]
     assert got == exp
+
+
+@pytest.mark.parametrize("linktype,header", [
+    (101, b""),                                   # raw IP
+    (113, bytes(14) + b"\x08\x00"),              # Linux SLL, protocol IPv4
+    (276, b"\x08\x00" + bytes(18)),              # Linux SLL2
+    (0, b"\x02\x00\x00\x00"),                    # BSD NULL, little-endian AF_INET
+    (108, b"\x00\x00\x00\x02"),                  # OpenBSD LOOP, big-endian AF_INET
+])
+def test_other_link_types(tmp_path, linktype, header):
+    ip = ipv4(6, "10.9.8.7", "10.1.2.3", tcp(4444, 22, 0x18))
+    path = write_pcap(tmp_path / "l.pcap", [(0, header + ip), (1, header[:2])], linktype=linktype)
+    rows = paclo.project(path).to_pylist()
+    assert (rows[0]["ip_version"], rows[0]["protocol"], rows[0]["src_port"], rows[0]["dst_port"],
+            rows[0]["tcp_flags"]) == (4, 6, 4444, 22, 0x18)
+    assert rows[0]["src_ip"] == MAPPED + bytes([10, 9, 8, 7])
+    assert rows[1]["ip_version"] is None
+    assert paclo.flows(path).num_rows == 1
+
+
+def test_empty_capture(tmp_path):
+    path = write_pcap(tmp_path / "empty.pcap", [])
+    t = paclo.project(path)
+    assert t.num_rows == 0 and t.column_names == PROJECTION_COLUMNS
+    f = paclo.flows(path, bidirectional=True, idle_timeout=1)
+    assert f.num_rows == 0 and f.column_names[-1] == "expiration_reason"
+    assert int(f.schema.metadata[b"paclo.packets_total"]) == 0
+    assert paclo.flow_topn(path) == [] and list(paclo.read_batches(path)) == []
+    assert paclo.ip_to_str(t.column("src_ip")).to_pylist() == []

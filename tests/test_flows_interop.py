@@ -70,3 +70,15 @@ def test_pandas_groupby(path):
     assert isinstance(df.loc[0, "src_ip"], bytes) and len(df.loc[0, "src_ip"]) == 16
     proj = paclo.project(path).to_pandas()
     assert proj["src_port"].isna().sum() == paclo.project(path).column("src_port").null_count
+
+
+def test_flows_to_groupby_and_plot(path):
+    pd = pytest.importorskip("pandas")
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    df = paclo.flows(path, bidirectional=True).to_pandas()
+    df["dst"] = paclo.ip_to_str(df["dst_ip"])
+    per_dst = df.groupby("dst")["bidirectional_bytes"].sum().sort_values()
+    ax = per_dst.plot.barh()
+    assert [t.get_text() for t in ax.get_yticklabels()] == list(per_dst.index)
+    assert df["first_ts_ns"].dtype == "int64" and df["src_ip"].map(len).eq(16).all()

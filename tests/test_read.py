@@ -356,3 +356,36 @@ def test_reader_file_attributes(tmp_path):
     assert (r.format, r.linktype, r.snaplen) == ("pcapng", 113, 262144)
     out = tmp_path / "same-linktype.pcap"
     assert paclo.write_pcap(out, r, linktype=r.linktype) == 1
+
+
+def test_packet_buffer_protocol(tmp_path):
+    import numpy as np
+
+    p = write(tmp_path, "c.pcap", classic(RECS))
+    pkts = list(paclo.read(p))
+    for pkt, rec in zip(pkts, RECS):
+        view = memoryview(pkt)
+        assert view.readonly and view.format == "B" and view.nbytes == len(rec.data)
+        assert view.tobytes() == rec.data
+        assert np.frombuffer(pkt, dtype=np.uint8).tobytes() == rec.data
+    with pytest.raises(ValueError, match="WRITEABLE"):
+        np.frombuffer(pkts[0], dtype=np.uint8).setflags(write=True)
+    import ctypes
+
+    with pytest.raises(TypeError):
+        ctypes.c_char.from_buffer(pkts[0])  # needs a writable buffer
+    owned = paclo.Packet(b"xyz")
+    assert bytes(memoryview(owned)) == b"xyz"
+    view = memoryview(pkts[1])
+    del pkts
+    assert view.tobytes() == RECS[1].data  # the view keeps the packet and its map alive
+
+
+def test_decode_errors_are_counted(tmp_path):
+    p = write(tmp_path, "short.pcap", classic([Rec(1_000, b"\x01\x02\x03"), Rec(2_000, udp_frame(53))]))
+    r = paclo.read(p, decode="full")
+    maps = list(r)
+    assert "decode_error" in maps[0] and "decoded" in maps[1]
+    assert r.stats()["packets"] == {"captured": 2, "processed": 2, "decode_errors": 1}
+    acc, stats = paclo.reduce(lambda a, m: a + ("decode_error" in m), 0, path=p, decode="full", report=True)
+    assert acc == 1 and stats["packets"]["decode_errors"] == 1

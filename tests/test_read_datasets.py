@@ -71,3 +71,20 @@ def test_bad_arguments(tmp_path):
         datasets.expected_bytes("mixed", -1)
     with pytest.raises(TypeError):
         datasets.expected_file_size("mixed", 1.5)
+
+
+def test_native_loop_allocations_do_not_grow_with_packets(tmp_path):
+    """The native loop (with and without a filter) allocates per call, never per packet."""
+    small, big = tmp_path / "small.pcap", tmp_path / "big.pcap"
+    datasets.generate("mixed", 1_000, small)
+    datasets.generate("mixed", 200_000, big)
+    for flt in (None, "udp"):
+        _paclo.count_packets(str(small), filter=flt)  # warm up
+        deltas = []
+        for path in (small, big, small, big):
+            a0, _ = _paclo.native_alloc_counts()
+            _paclo.count_packets(str(path), filter=flt)
+            a1, _ = _paclo.native_alloc_counts()
+            deltas.append(a1 - a0)
+        assert deltas[1] <= deltas[0] + 2 and deltas[3] <= deltas[2] + 2, (flt, deltas)
+        assert max(deltas) < 100, (flt, deltas)

@@ -122,6 +122,15 @@ def test_caplen_above_snaplen(tmp_path):
     assert (err.index, err.offset) == (0, 24)
 
 
+def test_pcapng_caplen_above_interface_snaplen(tmp_path):
+    ng = Ng().shb().idb(1, snaplen=10).epb(0, 1, b"a" * 10).epb(0, 2, b"b" * 11)
+    got = []
+    with pytest.raises(paclo.PcapFormatError, match="exceeds the snaplen 10 of interface 0") as e:
+        for pkt in paclo.read(write(tmp_path, "snap.pcapng", ng.bytes())):
+            got.append(pkt.data)
+    assert got == [b"a" * 10] and e.value.index == 3
+
+
 def test_pcapng_inconsistent_block_length(tmp_path):
     ng = Ng().shb().idb(1).epb(0, 1, b"a" * 8).epb(0, 2, b"b" * 8)
     data = bytearray(ng.bytes())

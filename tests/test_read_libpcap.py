@@ -103,6 +103,20 @@ def test_files_written_by_editcap(tmp_path, fmt):
     assert ours == expected
 
 
+def test_pcapng_with_packet_comments_from_editcap(tmp_path):
+    editcap = _tool("editcap")
+    src = tmp_path / "src.pcap"
+    src.write_bytes(classic(recs(10), nanosecond=True))
+    out = tmp_path / "comments.pcapng"
+    subprocess.run(
+        [editcap, "-F", "pcapng", "-a", "2:a packet comment", "-a", "7:another one", str(src), str(out)],
+        check=True,
+        capture_output=True,
+    )
+    assert_same(out)
+    assert [p.data for p in paclo.read(out)] == [p.data for p in paclo.read(src)]
+
+
 def test_pcapng_written_by_tshark_with_two_linktypes(tmp_path):
     mergecap = _tool("mergecap")
     eth = tmp_path / "eth.pcap"

@@ -105,7 +105,7 @@ class ArrowStream:
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
 
 def flow_project(
-    paths: Sequence[str | PathLike[str]], *, filter: str | None = None, batch_size: int = 65536
+    paths: Sequence[str | PathLike[str]], *, filter: str | None = None, batch_size: int = 1048576
 ) -> ArrowStream: ...
 def flow_table(
     paths: Sequence[str | PathLike[str]],

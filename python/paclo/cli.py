@@ -13,6 +13,7 @@ import csv
 import datetime as _dt
 import json
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -146,11 +147,10 @@ def pcap_filter(args: argparse.Namespace) -> int:
         for pkt in probe:
             linktype = pkt.linktype
             break
-    in_packets = in_bytes = out_packets = out_bytes = 0
-    with paclo.read(src) as every:
-        for pkt in every:
-            in_packets += 1
-            in_bytes += pkt.caplen
+    from . import _paclo
+
+    in_packets, in_bytes = _paclo.count_packets(src)
+    out_packets = out_bytes = 0
     with paclo.read(src, filter=bpf) as kept, paclo.PcapWriter(args.output, linktype=linktype, nanosecond=True) as w:
         for pkt in kept:
             if min_caplen is not None and pkt.caplen < min_caplen:
@@ -304,6 +304,10 @@ def _parser() -> _Parser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:
+        # As a command: Ctrl-C stops at once, also inside a native loop that holds no GIL
+        # checkpoint (the default handler only sets a flag Python reads after the loop).
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "perf":
         try:

@@ -195,7 +195,14 @@ fn dispatch<T: Clone>(shared: &Shared<T>, source: &mut SourceFn<T>) {
         if shared.stop.load(Ordering::Acquire) {
             return;
         }
-        match source(Duration::from_millis(25)) {
+        let mut next = source(Duration::ZERO);
+        if let SourceItem::Empty = next {
+            for b in &shared.branches {
+                b.queue.flush();
+            }
+            next = source(Duration::from_millis(25));
+        }
+        match next {
             SourceItem::Item(v) => {
                 shared.received.fetch_add(1, Ordering::Relaxed);
                 for b in &shared.branches {

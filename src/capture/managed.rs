@@ -16,7 +16,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::handle::{Handle, Next, PcapCounters, SourceInfo, Waker};
-use super::queue::{BoundedQueue, Pop, Push, QueueCounters, QueueMode};
+use super::queue::{BoundedQueue, Pop, QueueCounters, QueueMode};
 use crate::error::{Error, Result};
 use crate::source::RawPacket;
 
@@ -334,14 +334,20 @@ struct Status {
     done: bool,
 }
 
+/// A value alone on its cache line(s).
+#[repr(align(128))]
+struct Padded<T>(T);
+
 struct Shared {
     queue: BoundedQueue<OwnedPacket>,
     status: Mutex<Status>,
     done_cv: Condvar,
     stop: AtomicBool,
     waker: Option<Waker>,
-    captured: AtomicU64,
-    processed: AtomicU64,
+    // Written by the capture thread (per batch) and by the consumer (per packet): kept on
+    // separate cache lines so the two threads do not contend for one line.
+    captured: Padded<AtomicU64>,
+    processed: Padded<AtomicU64>,
     decode_errors: AtomicU64,
     decode_observed: AtomicBool,
     info: SourceInfo,
@@ -410,6 +416,32 @@ impl Shared {
     }
 }
 
+/// Packets the capture thread reads before handing them to the queue under one lock.
+const PRODUCER_BATCH: usize = 32;
+
+/// The capture thread's side: packets read but not yet offered, and buffers to reuse.
+struct Producer<'a> {
+    shared: &'a Shared,
+    batch: Vec<OwnedPacket>,
+    spare: Vec<OwnedPacket>,
+}
+
+impl Producer<'_> {
+    /// Offer the batch; `captured` is published first, so it never trails the queue counters.
+    fn hand_over(&mut self, captured: u64) {
+        if self.batch.is_empty() {
+            return;
+        }
+        self.shared.captured.0.store(captured, Ordering::Release);
+        let stop = &self.shared.stop;
+        let abort = || stop.load(Ordering::Acquire);
+        self.shared
+            .queue
+            .push_batch(&mut self.batch, &mut self.spare, &abort);
+        self.spare.truncate(2 * PRODUCER_BATCH);
+    }
+}
+
 fn produce(
     shared: &Shared,
     src: &mut dyn CaptureSource,
@@ -417,40 +449,55 @@ fn produce(
     slice: Duration,
 ) -> Result<()> {
     let mut clock = StopClock::new(limits, shared.started);
-    let mut spare: Option<OwnedPacket> = None;
-    let abort = || shared.stop.load(Ordering::Acquire);
-    loop {
+    let mut prod = Producer {
+        shared,
+        batch: Vec::with_capacity(PRODUCER_BATCH),
+        spare: Vec::with_capacity(3 * PRODUCER_BATCH),
+    };
+    let outcome = loop {
         if shared.stop.load(Ordering::Acquire) {
-            return Ok(());
+            break Ok(());
         }
-        match src.try_next()? {
-            Next::Packet(p) => {
-                shared.captured.fetch_add(1, Ordering::Relaxed);
-                let mut item = spare.take().unwrap_or_default();
+        match src.try_next() {
+            Err(e) => break Err(e),
+            Ok(Next::Packet(p)) => {
+                let mut item = prod.spare.pop().unwrap_or_default();
                 item.fill(&p);
-                spare = match shared.queue.push(item, &abort) {
-                    Push::Enqueued(pooled) => pooled,
-                    Push::Dropped(it) | Push::Cancelled(it) => Some(it),
-                };
-                if let Some(reason) = clock.on_packet() {
+                prod.batch.push(item);
+                let reason = clock.on_packet();
+                if prod.batch.len() >= PRODUCER_BATCH {
+                    prod.hand_over(clock.count());
+                }
+                if let Some(reason) = reason {
+                    prod.hand_over(clock.count());
                     shared.request_stop(reason);
-                    return Ok(());
+                    break Ok(());
                 }
             }
-            Next::Idle => {
+            Ok(Next::Idle) => {
+                prod.hand_over(clock.count());
                 let now = Instant::now();
                 if let Some(reason) = clock.on_idle(now) {
                     shared.request_stop(reason);
-                    return Ok(());
+                    break Ok(());
                 }
-                src.wait(clock.wait_budget(now, slice), shared.waker.as_ref())?;
+                shared.queue.flush();
+                if let Err(e) = src.wait(clock.wait_budget(now, slice), shared.waker.as_ref()) {
+                    break Err(e);
+                }
             }
-            Next::End => {
+            Ok(Next::End) => {
+                prod.hand_over(clock.count());
                 shared.request_stop(StopReason::Eof);
-                return Ok(());
+                break Ok(());
             }
         }
-    }
+    };
+    // Packets read before a stop or an error are offered (and delivered) first; after a
+    // stop, a blocking queue that is full cancels them instead of waiting.
+    prod.hand_over(clock.count());
+    shared.captured.0.store(clock.count(), Ordering::Release);
+    outcome
 }
 
 fn run(shared: Arc<Shared>, mut src: Box<dyn CaptureSource>, limits: Limits, slice: Duration) {
@@ -517,8 +564,8 @@ impl ManagedCapture {
             done_cv: Condvar::new(),
             stop: AtomicBool::new(false),
             waker,
-            captured: AtomicU64::new(0),
-            processed: AtomicU64::new(0),
+            captured: Padded(AtomicU64::new(0)),
+            processed: Padded(AtomicU64::new(0)),
             decode_errors: AtomicU64::new(0),
             decode_observed: AtomicBool::new(true),
             info,
@@ -556,7 +603,7 @@ impl ManagedCapture {
 
     /// Count a packet the consumer converted, and whether it had a decode error.
     pub fn count_processed(&self, decode_error: bool) {
-        self.shared.processed.fetch_add(1, Ordering::Relaxed);
+        self.shared.processed.0.fetch_add(1, Ordering::Relaxed);
         if decode_error {
             self.shared.decode_errors.fetch_add(1, Ordering::Relaxed);
         }
@@ -655,9 +702,9 @@ impl ManagedCapture {
             source: self.shared.info.clone(),
             started_at_ms: self.shared.started_at_ms,
             elapsed_ms: elapsed.as_millis() as u64,
-            captured: self.shared.captured.load(Ordering::Relaxed),
+            captured: self.shared.captured.0.load(Ordering::Acquire),
             delivered: queue.delivered,
-            processed: self.shared.processed.load(Ordering::Relaxed),
+            processed: self.shared.processed.0.load(Ordering::Relaxed),
             decode_errors: self
                 .shared
                 .decode_observed
@@ -685,7 +732,7 @@ impl QueueReader {
     pub fn pop(&self, timeout: Duration) -> Pop<OwnedPacket> {
         let item = self.shared.queue.pop(timeout, None);
         if let Pop::Item(_) = item {
-            self.shared.processed.fetch_add(1, Ordering::Relaxed);
+            self.shared.processed.0.fetch_add(1, Ordering::Relaxed);
         }
         item
     }
@@ -793,6 +840,42 @@ mod tests {
                 Pop::Finished => return out,
             }
         }
+    }
+
+    #[test]
+    fn stop_clock_decides_limits_and_bounds_waits() {
+        let t0 = Instant::now();
+        let limits = Limits {
+            max_packets: Some(3),
+            max_time: Some(Duration::from_secs(10)),
+            idle_timeout: Some(Duration::from_millis(100)),
+        };
+        let mut c = StopClock::new(limits, t0);
+        assert_eq!(c.on_packet(), None);
+        assert_eq!(c.on_packet(), None);
+        assert_eq!(c.on_packet(), Some(StopReason::MaxPackets));
+        let mut c = StopClock::new(limits, t0);
+        assert_eq!(c.on_idle(t0), None);
+        // Idle since t0: the wait is cut to the idle deadline.
+        assert_eq!(
+            c.wait_budget(t0 + Duration::from_millis(60), Duration::from_secs(1)),
+            Duration::from_millis(40)
+        );
+        assert_eq!(
+            c.on_idle(t0 + Duration::from_millis(100)),
+            Some(StopReason::IdleTimeout)
+        );
+        // A packet resets idleness.
+        c.on_packet();
+        assert_eq!(c.on_idle(t0 + Duration::from_millis(150)), None);
+        assert_eq!(
+            c.on_idle(t0 + Duration::from_secs(10)),
+            Some(StopReason::MaxTime)
+        );
+        assert_eq!(
+            c.wait_budget(t0 + Duration::from_secs(20), Duration::from_millis(25)),
+            Duration::from_millis(1)
+        );
     }
 
     #[test]

@@ -13,8 +13,8 @@ pub mod queue;
 
 pub use handle::{libpcap_version, Handle, LiveOptions, Next, PcapCounters, SourceInfo, Waker};
 pub use managed::{
-    CaptureState, CaptureStats, Limits, ManagedCapture, ManagedConfig, OwnedPacket, StopClock,
-    StopReason,
+    CaptureSource, CaptureState, CaptureStats, ErrorInfo, Limits, ManagedCapture, ManagedConfig,
+    OwnedPacket, QueueReader, StopClock, StopReason,
 };
 pub use queue::{BoundedQueue, Pop, Push, QueueCounters, QueueMode};
 

@@ -5,27 +5,31 @@
 //! input, however malformed, can panic; a short or invalid header ends the walk and is
 //! recorded in [`FlowFields::error`], keeping the fields that parsed.
 //!
-//! Validity rules follow etherparse's lax slicing (`LaxSlicedPacket`), which the full
-//! decoder uses, so both decoders agree on version, protocol, addresses and ports:
+//! Validity rules are the full decoder's ([`crate::decode::decode`], built on etherparse's
+//! lax slicing), so both decoders agree on version, protocol, addresses and ports:
 //!
 //! - Ethernet II needs 14 bytes. Up to [`MAX_VLAN_TAGS`] VLAN tags (TPID 0x8100, 0x88A8,
-//!   0x9100, 0x9200) are skipped; a fourth tag ends the walk without L3 (as etherparse,
-//!   whose link-extension list holds three entries). 0x9200 is accepted as a TPID here
-//!   (etherparse does not know it). MACsec (0x88E5) is not decoded: such frames have no L3.
-//! - EtherType 0x0800 and 0x86DD dispatch on the IP version nibble, as etherparse does.
+//!   0x9100, 0x9200) are skipped; a fourth tag ends the walk without L3. MACsec (0x88E5)
+//!   is not decoded: such frames have no L3.
+//! - EtherType 0x0800 and 0x86DD dispatch on the IP version nibble.
 //! - IPv4: IHL >= 5 and the whole header present. The payload ends at `total_length`
 //!   unless that is smaller than the header or larger than the captured bytes (then the
-//!   captured bytes are used). An AH header (51) is skipped and its next header becomes
-//!   the protocol.
-//! - IPv6: 40 bytes. Payload length 0 with bytes after the header means "to the end"
-//!   (jumbogram). Extension headers 0 (only first), 43, 60, 44 (fragment) and 51 (AH) are
-//!   walked, at most [`MAX_IPV6_EXT_HEADERS`]; anything else (ESP 50 included) is the
-//!   protocol. When an extension header is cut or invalid, the protocol is that header's
-//!   number and there are no ports.
+//!   captured bytes are used). Unless the packet is a non-first fragment, an AH header (51)
+//!   is skipped and its next header becomes the protocol.
+//! - IPv6: 40 bytes. Payload length 0 or beyond the capture means "to the end". Extension
+//!   headers 0 (only first), 43, 60, 44 (fragment) and 51 (AH) are walked, at most
+//!   [`MAX_IPV6_EXT_HEADERS`]; anything else (ESP 50 included) is the protocol. A non-first
+//!   fragment ends the walk with the fragment header's next header as the protocol. The
+//!   protocol is unknown (`has_protocol == false`) when an extension header is cut, a
+//!   hop-by-hop header is not first, there are too many, an AH has length 0, or the
+//!   options of a hop-by-hop or destination-options header overrun it.
 //! - Ports: UDP needs 8 bytes; TCP needs its whole header (data offset >= 5). Non-first
-//!   fragments (IPv4 offset != 0, IPv6 fragment offset != 0) have no ports. First
-//!   fragments do have ports when the L4 header is present; etherparse leaves the
-//!   transport of every fragment unparsed, the only intended difference.
+//!   fragments (IPv4 offset != 0, IPv6 fragment offset != 0) have no ports; first
+//!   fragments have them when the L4 header is present.
+//!
+//! `src/flow/agreement_tests.rs` checks both agreements (with the full decoder, and with
+//! etherparse's `LaxSlicedPacket` where the decoder follows it) over a corpus, every prefix
+//! of it, random bytes and mutated frames.
 
 use std::fmt;
 
@@ -45,10 +49,6 @@ pub mod linktype {
     pub const LOOP: u32 = 108;
     /// Linux cooked capture v1.
     pub const LINUX_SLL: u32 = 113;
-    /// Raw IPv4.
-    pub const IPV4: u32 = 228;
-    /// Raw IPv6.
-    pub const IPV6: u32 = 229;
     /// Linux cooked capture v2.
     pub const LINUX_SLL2: u32 = 276;
 }
@@ -138,12 +138,8 @@ pub enum StopReason {
     InvalidIpv4HeaderLength,
     /// An IPv6 extension header or an AH header is cut.
     TruncatedExtension,
-    /// AH with a zero payload length.
+    /// An IPv4 AH header with a zero payload length.
     InvalidAuthHeader,
-    /// A hop-by-hop header that is not the first extension header.
-    HopByHopNotFirst,
-    /// More than [`MAX_IPV6_EXT_HEADERS`] extension headers.
-    TooManyExtensions,
     /// The UDP, TCP or ICMP header is cut.
     TruncatedTransport,
     /// TCP data offset below 5.
@@ -161,8 +157,6 @@ impl StopReason {
             StopReason::InvalidIpv4HeaderLength => "invalid IPv4 header length",
             StopReason::TruncatedExtension => "truncated IP extension header",
             StopReason::InvalidAuthHeader => "invalid IP authentication header",
-            StopReason::HopByHopNotFirst => "IPv6 hop-by-hop header not first",
-            StopReason::TooManyExtensions => "too many IPv6 extension headers",
             StopReason::TruncatedTransport => "truncated transport header",
             StopReason::InvalidTcpHeader => "invalid TCP data offset",
         }
@@ -182,6 +176,8 @@ impl fmt::Display for StopReason {
 pub struct FlowFields {
     /// 4, 6, or 0 when there is no IP layer.
     pub ip_version: u8,
+    /// Whether `protocol` is known (false only for IPv6 whose extension walk failed).
+    pub has_protocol: bool,
     /// IPv4 protocol or the final IPv6 next header (after AH and extension headers).
     pub protocol: u8,
     /// Source address, 16 bytes, IPv4 as an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`).
@@ -204,6 +200,8 @@ pub struct FlowFields {
     pub tcp_flags: u8,
     /// Whether the packet is an IP fragment (more-fragments set or offset != 0).
     pub fragment: bool,
+    /// Whether it is a fragment other than the first (offset != 0).
+    pub later_fragment: bool,
     /// Why the walk stopped early, if it did.
     pub error: Option<StopReason>,
 }
@@ -228,7 +226,7 @@ fn v6_addr(d: &[u8], i: usize) -> Option<[u8; 16]> {
 /// Parse `data` of link type `linktype` into `out` (every field is overwritten).
 ///
 /// Unknown link types give a row without L3 and no error.
-#[inline]
+#[inline(always)]
 pub fn parse(linktype: u32, data: &[u8], out: &mut FlowFields) {
     *out = FlowFields::default();
     match linktype {
@@ -239,9 +237,7 @@ pub fn parse(linktype: u32, data: &[u8], out: &mut FlowFields) {
             };
             ether(data, ETH_HEADER_LEN, et, out);
         }
-        linktype::RAW | linktype::RAW_12 | linktype::RAW_14 | linktype::IPV4 | linktype::IPV6 => {
-            ip(data, out)
-        }
+        linktype::RAW | linktype::RAW_12 | linktype::RAW_14 => ip(data, out),
         linktype::LINUX_SLL => {
             let Some(et) = be16(data, SLL_PROTOCOL_OFFSET) else {
                 out.error = Some(StopReason::TruncatedLink);
@@ -340,11 +336,16 @@ fn ipv4(s: &[u8], out: &mut FlowFields) {
     let total = usize::from(total);
     let payload = if total < hl || total > s.len() { &s[hl..] } else { &s[hl..total] };
     out.ip_version = 4;
+    out.has_protocol = true;
     out.protocol = proto;
     out.src = src;
     out.dst = dst;
     let non_first = frag & IPV4_FRAG_OFFSET_MASK != 0;
+    out.later_fragment = non_first;
     out.fragment = non_first || frag & IPV4_MORE_FRAGMENTS != 0;
+    if non_first {
+        return;
+    }
     let mut payload = payload;
     if proto == ip_proto::AH {
         match auth(payload) {
@@ -358,7 +359,7 @@ fn ipv4(s: &[u8], out: &mut FlowFields) {
             }
         }
     }
-    transport(payload, non_first, out);
+    transport(payload, out);
 }
 
 /// Skip an AH header: (next header, bytes after it).
@@ -390,6 +391,24 @@ fn raw_ext(p: &[u8]) -> Result<(u8, &[u8]), StopReason> {
     }
 }
 
+/// Whether the options of a hop-by-hop or destination-options header `h` fit in it:
+/// Pad1 is one byte, every other option is type, length and that many bytes.
+#[inline(always)]
+fn options_fit(h: &[u8]) -> bool {
+    let mut at = 2;
+    while at < h.len() {
+        if h[at] == 0 {
+            at += 1;
+            continue;
+        }
+        match h.get(at + 1) {
+            Some(&len) => at += 2 + usize::from(len),
+            None => return false,
+        }
+    }
+    at == h.len()
+}
+
 #[inline(always)]
 fn ipv6(s: &[u8], out: &mut FlowFields) {
     let (Some(plen), Some(&next), Some(src), Some(dst)) = (
@@ -403,57 +422,67 @@ fn ipv6(s: &[u8], out: &mut FlowFields) {
     };
     let plen = usize::from(plen);
     let rest = &s[IPV6_HEADER_LEN..];
-    let mut payload = if (plen == 0 && !rest.is_empty()) || rest.len() < plen { rest } else { &rest[..plen] };
+    let mut payload = if plen == 0 || rest.len() < plen { rest } else { &rest[..plen] };
     out.ip_version = 6;
     out.src = src;
     out.dst = dst;
-    out.protocol = next;
     let mut next = next;
-    let mut non_first = false;
     let mut count = 0;
-    loop {
+    while matches!(
+        next,
+        ip_proto::HOP_BY_HOP | ip_proto::ROUTING | ip_proto::DEST_OPTS | ip_proto::FRAGMENT | ip_proto::AH
+    ) {
+        if count == MAX_IPV6_EXT_HEADERS || (next == ip_proto::HOP_BY_HOP && count > 0) {
+            return;
+        }
+        count += 1;
         let step = match next {
-            ip_proto::HOP_BY_HOP if count == 0 => raw_ext(payload),
-            ip_proto::HOP_BY_HOP => Err(StopReason::HopByHopNotFirst),
-            ip_proto::ROUTING | ip_proto::DEST_OPTS => raw_ext(payload),
             ip_proto::FRAGMENT => match (payload.get(..IPV6_FRAG_HEADER_LEN), be16(payload, 2)) {
                 (Some(h), Some(bits)) => {
-                    non_first |= bits & IPV6_FRAG_OFFSET_MASK != 0;
                     out.fragment |= bits & (IPV6_FRAG_OFFSET_MASK | IPV6_MORE_FRAGMENTS) != 0;
+                    if bits & IPV6_FRAG_OFFSET_MASK != 0 {
+                        out.later_fragment = true;
+                        out.has_protocol = true;
+                        out.protocol = h[0];
+                        return;
+                    }
                     Ok((h[0], &payload[IPV6_FRAG_HEADER_LEN..]))
                 }
                 _ => Err(StopReason::TruncatedExtension),
             },
-            ip_proto::AH => auth(payload),
-            _ => break,
+            ip_proto::AH => match auth(payload) {
+                Err(StopReason::InvalidAuthHeader) => return,
+                other => other,
+            },
+            ip_proto::ROUTING => raw_ext(payload),
+            _ => match raw_ext(payload) {
+                Ok((n, after)) => {
+                    if !options_fit(&payload[..payload.len() - after.len()]) {
+                        return;
+                    }
+                    Ok((n, after))
+                }
+                Err(e) => Err(e),
+            },
         };
-        if count == MAX_IPV6_EXT_HEADERS {
-            out.protocol = next;
-            out.error = Some(StopReason::TooManyExtensions);
-            return;
-        }
         match step {
             Ok((n, p)) => {
                 next = n;
                 payload = p;
-                count += 1;
             }
             Err(e) => {
-                out.protocol = next;
                 out.error = Some(e);
                 return;
             }
         }
     }
+    out.has_protocol = true;
     out.protocol = next;
-    transport(payload, non_first, out);
+    transport(payload, out);
 }
 
 #[inline(always)]
-fn transport(p: &[u8], non_first: bool, out: &mut FlowFields) {
-    if non_first {
-        return;
-    }
+fn transport(p: &[u8], out: &mut FlowFields) {
     match out.protocol {
         ip_proto::UDP => match (be16(p, 0), be16(p, 2), p.len() >= UDP_HEADER_LEN) {
             (Some(sp), Some(dp), true) => {
@@ -461,32 +490,22 @@ fn transport(p: &[u8], non_first: bool, out: &mut FlowFields) {
                 out.src_port = sp;
                 out.dst_port = dp;
             }
-            _ => {
-                if !out.fragment {
-                    out.error = Some(StopReason::TruncatedTransport);
-                }
-            }
+            _ => out.error = Some(StopReason::TruncatedTransport),
         },
         ip_proto::TCP => {
             let (Some(sp), Some(dp), Some(&doff), Some(&flags)) =
                 (be16(p, 0), be16(p, 2), p.get(TCP_DATA_OFFSET), p.get(TCP_FLAGS_OFFSET))
             else {
-                if !out.fragment {
-                    out.error = Some(StopReason::TruncatedTransport);
-                }
+                out.error = Some(StopReason::TruncatedTransport);
                 return;
             };
             let hl = usize::from(doff >> 4) * 4;
             if hl < TCP_MIN_HEADER_LEN {
-                if !out.fragment {
-                    out.error = Some(StopReason::InvalidTcpHeader);
-                }
+                out.error = Some(StopReason::InvalidTcpHeader);
                 return;
             }
             if p.len() < hl {
-                if !out.fragment {
-                    out.error = Some(StopReason::TruncatedTransport);
-                }
+                out.error = Some(StopReason::TruncatedTransport);
                 return;
             }
             out.has_ports = true;
@@ -495,7 +514,7 @@ fn transport(p: &[u8], non_first: bool, out: &mut FlowFields) {
             out.has_tcp_flags = true;
             out.tcp_flags = flags;
         }
-        ip_proto::ICMP | ip_proto::ICMPV6 if p.len() < ICMP_MIN_LEN && !out.fragment => {
+        ip_proto::ICMP | ip_proto::ICMPV6 if p.len() < ICMP_MIN_LEN => {
             out.error = Some(StopReason::TruncatedTransport);
         }
         _ => {}
@@ -604,9 +623,9 @@ mod tests {
         assert_eq!((f.src_port, f.dst_port, f.tcp_flags), (80, 443, 0x12));
         assert_eq!(f.src[15], 1);
 
-        // Cut inside the destination options header: protocol is that header's number.
+        // Cut inside the destination options header: the protocol is unknown.
         let f = run(linktype::RAW, &p[..40 + 8 + 8 + 8 + 4]);
-        assert_eq!((f.ip_version, f.protocol), (6, 60));
+        assert_eq!((f.ip_version, f.has_protocol), (6, false));
         assert_eq!(f.error, Some(StopReason::TruncatedExtension));
         assert!(!f.has_ports);
 

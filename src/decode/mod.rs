@@ -15,15 +15,23 @@ pub mod arp;
 pub mod dns;
 pub mod error;
 pub mod icmp;
+pub mod ipv4;
+pub mod ipv6;
 pub mod ipv6_ext;
 pub mod link;
 pub mod packet;
 pub mod tls;
+pub mod transport;
 
 pub use error::{DecodeError, ErrorKind, Invalid, Layer};
 pub use link::{Link, LinkKind, VlanTag};
-pub use packet::{decode, App, Decoded, FlowKey, FlowProto, Ipv4, Ipv6, L3, L4};
+pub use ipv4::Ipv4;
+pub use ipv6::Ipv6;
+pub use packet::{decode, Decoded, FlowKey, FlowProto, L3};
+pub use transport::{App, L4};
 
+#[cfg(test)]
+mod agreement_tests;
 #[cfg(test)]
 mod tests;
 pub mod fastpath;

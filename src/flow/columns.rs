@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, BinaryArray, FixedSizeBinaryArray, PrimitiveArray, RecordBatch};
 use arrow_array::types::{Int64Type, UInt16Type, UInt32Type, UInt8Type};
-use arrow_buffer::{Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use crate::decode::fastpath::{self, FlowFields};
@@ -45,12 +45,47 @@ pub fn raw_schema() -> SchemaRef {
     ]))
 }
 
-pub(crate) fn prim<T: arrow_array::ArrowPrimitiveType>(v: Vec<T::Native>, valid: Option<Vec<bool>>) -> ArrayRef {
-    Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(v), valid.map(NullBuffer::from)))
+pub(crate) fn prim<T: arrow_array::ArrowPrimitiveType>(v: Vec<T::Native>, valid: Option<NullBuffer>) -> ArrayRef {
+    Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(v), valid))
 }
 
-pub(crate) fn addrs(v: Vec<u8>, valid: Vec<bool>) -> ArrayRef {
-    Arc::new(FixedSizeBinaryArray::new(ADDR_LEN as i32, Buffer::from_vec(v), Some(NullBuffer::from(valid))))
+pub(crate) fn addrs(v: Vec<u8>, valid: Option<NullBuffer>) -> ArrayRef {
+    Arc::new(FixedSizeBinaryArray::new(ADDR_LEN as i32, Buffer::from_vec(v), valid))
+}
+
+/// A validity bitmap from a per-row predicate, packed 64 rows at a time.
+pub(crate) fn validity(len: usize, valid: impl FnMut(usize) -> bool) -> NullBuffer {
+    NullBuffer::new(BooleanBuffer::collect_bool(len, valid))
+}
+
+/// Ask the kernel to back a large column with transparent huge pages, so filling it costs
+/// one page fault per 2 MiB instead of one per 4 KiB. A hint only: without THP nothing changes.
+pub(crate) fn advise_huge<T>(v: &mut Vec<T>) {
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let bytes = v.capacity() * std::mem::size_of::<T>();
+        if bytes < 2 * HUGE {
+            return;
+        }
+        let start = v.as_mut_ptr() as usize;
+        let first = (start + HUGE - 1) & !(HUGE - 1);
+        let end = (start + bytes) & !(HUGE - 1);
+        if end > first {
+            // SAFETY: [first, end) lies inside the vector's allocation (its bounds rounded
+            // inwards to 2 MiB), which outlives the call; MADV_HUGEPAGE changes how the
+            // kernel backs those pages, never their contents. A failure is harmless.
+            unsafe {
+                libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_HUGEPAGE);
+            }
+        }
+    }
+}
+
+fn column<T>(cap: usize) -> Vec<T> {
+    let mut v = Vec::with_capacity(cap);
+    advise_huge(&mut v);
+    v
 }
 
 /// Columns of the projection, filled per packet without allocating and handed to Arrow
@@ -69,11 +104,16 @@ pub struct ProjectionBuilder {
     dst_port: Vec<u16>,
     vlan: Vec<u16>,
     flags: Vec<u8>,
-    has_l3: Vec<bool>,
-    has_ports: Vec<bool>,
-    has_vlan: Vec<bool>,
-    has_flags: Vec<bool>,
+    /// Per row: [`PORTS`] | [`FLAGS`] | [`PROTOCOL`]. L3 presence is `ip_version != 0` and VLAN presence
+    /// is `vlan != NO_VLAN`, so one byte carries the validity that is not in the data.
+    present: Vec<u8>,
 }
+
+const PORTS: u8 = 1;
+const FLAGS: u8 = 2;
+const PROTOCOL: u8 = 4;
+/// Marks "no VLAN" in the VLAN column (ids are 12 bits).
+const NO_VLAN: u16 = u16::MAX;
 
 impl ProjectionBuilder {
     /// Columns for batches of `batch_size` rows (at least 1).
@@ -82,21 +122,18 @@ impl ProjectionBuilder {
         ProjectionBuilder {
             cap,
             fields: FlowFields::default(),
-            ts: Vec::with_capacity(cap),
-            caplen: Vec::with_capacity(cap),
-            len: Vec::with_capacity(cap),
-            ip_version: Vec::with_capacity(cap),
-            protocol: Vec::with_capacity(cap),
-            src: Vec::with_capacity(cap * ADDR_LEN),
-            dst: Vec::with_capacity(cap * ADDR_LEN),
-            src_port: Vec::with_capacity(cap),
-            dst_port: Vec::with_capacity(cap),
-            vlan: Vec::with_capacity(cap),
-            flags: Vec::with_capacity(cap),
-            has_l3: Vec::with_capacity(cap),
-            has_ports: Vec::with_capacity(cap),
-            has_vlan: Vec::with_capacity(cap),
-            has_flags: Vec::with_capacity(cap),
+            ts: column(cap),
+            caplen: column(cap),
+            len: column(cap),
+            ip_version: column(cap),
+            protocol: column(cap),
+            src: column(cap * ADDR_LEN),
+            dst: column(cap * ADDR_LEN),
+            src_port: column(cap),
+            dst_port: column(cap),
+            vlan: column(cap),
+            flags: column(cap),
+            present: Vec::with_capacity(cap),
         }
     }
 
@@ -123,19 +160,17 @@ impl ProjectionBuilder {
         self.ts.push(pkt.ts_ns);
         self.caplen.push(pkt.caplen);
         self.len.push(pkt.wirelen);
-        let l3 = f.ip_version != 0;
         self.ip_version.push(f.ip_version);
         self.protocol.push(f.protocol);
         self.src.extend_from_slice(&f.src);
         self.dst.extend_from_slice(&f.dst);
         self.src_port.push(f.src_port);
         self.dst_port.push(f.dst_port);
-        self.vlan.push(f.vlan_id);
+        self.vlan.push(if f.has_vlan { f.vlan_id } else { NO_VLAN });
         self.flags.push(f.tcp_flags);
-        self.has_l3.push(l3);
-        self.has_ports.push(f.has_ports);
-        self.has_vlan.push(f.has_vlan);
-        self.has_flags.push(f.has_tcp_flags);
+        self.present.push(
+            (u8::from(f.has_ports) * PORTS) | (u8::from(f.has_tcp_flags) * FLAGS) | (u8::from(f.has_protocol) * PROTOCOL),
+        );
     }
 
     /// The held rows as a batch (None when empty); the columns are then empty again.
@@ -145,21 +180,28 @@ impl ProjectionBuilder {
         }
         let cap = self.cap;
         fn take<T>(v: &mut Vec<T>, cap: usize) -> Vec<T> {
-            std::mem::replace(v, Vec::with_capacity(cap))
+            std::mem::replace(v, column(cap))
         }
-        let has_l3 = take(&mut self.has_l3, cap);
+        let n = self.ts.len();
+        let (ipv, present, vlan) = (&self.ip_version, &self.present, &self.vlan);
+        let has_l3 = validity(n, |i| ipv[i] != 0);
+        let has_ports = validity(n, |i| present[i] & PORTS != 0);
+        let has_flags = validity(n, |i| present[i] & FLAGS != 0);
+        let has_protocol = validity(n, |i| present[i] & PROTOCOL != 0);
+        let has_vlan = validity(n, |i| vlan[i] != NO_VLAN);
+        self.present.clear();
         let columns: Vec<ArrayRef> = vec![
             prim::<Int64Type>(take(&mut self.ts, cap), None),
             prim::<UInt32Type>(take(&mut self.caplen, cap), None),
             prim::<UInt32Type>(take(&mut self.len, cap), None),
             prim::<UInt8Type>(take(&mut self.ip_version, cap), Some(has_l3.clone())),
-            prim::<UInt8Type>(take(&mut self.protocol, cap), Some(has_l3.clone())),
-            addrs(take(&mut self.src, cap * ADDR_LEN), has_l3.clone()),
-            addrs(take(&mut self.dst, cap * ADDR_LEN), has_l3),
-            prim::<UInt16Type>(take(&mut self.src_port, cap), Some(self.has_ports.clone())),
-            prim::<UInt16Type>(take(&mut self.dst_port, cap), Some(take(&mut self.has_ports, cap))),
-            prim::<UInt16Type>(take(&mut self.vlan, cap), Some(take(&mut self.has_vlan, cap))),
-            prim::<UInt8Type>(take(&mut self.flags, cap), Some(take(&mut self.has_flags, cap))),
+            prim::<UInt8Type>(take(&mut self.protocol, cap), Some(has_protocol)),
+            addrs(take(&mut self.src, cap * ADDR_LEN), Some(has_l3.clone())),
+            addrs(take(&mut self.dst, cap * ADDR_LEN), Some(has_l3)),
+            prim::<UInt16Type>(take(&mut self.src_port, cap), Some(has_ports.clone())),
+            prim::<UInt16Type>(take(&mut self.dst_port, cap), Some(has_ports)),
+            prim::<UInt16Type>(take(&mut self.vlan, cap), Some(has_vlan)),
+            prim::<UInt8Type>(take(&mut self.flags, cap), Some(has_flags)),
         ];
         Some(RecordBatch::try_new(projection_schema(), columns).expect("projection columns match their schema"))
     }
@@ -216,13 +258,12 @@ impl RawBatchBuilder {
             return None;
         }
         let cap = self.cap;
-        let mut offsets = std::mem::replace(&mut self.offsets, Vec::with_capacity(cap + 1));
+        let offsets = std::mem::replace(&mut self.offsets, Vec::with_capacity(cap + 1));
         self.offsets.push(0);
         let data = std::mem::take(&mut self.data);
         let ts = std::mem::replace(&mut self.ts, Vec::with_capacity(cap));
         let caplen = std::mem::replace(&mut self.caplen, Vec::with_capacity(cap));
         let wirelen = std::mem::replace(&mut self.wirelen, Vec::with_capacity(cap));
-        offsets.shrink_to_fit();
         let binary = BinaryArray::new(OffsetBuffer::new(ScalarBuffer::from(offsets)), Buffer::from_vec(data), None);
         let columns: Vec<ArrayRef> = vec![
             prim::<Int64Type>(ts, None),

@@ -97,20 +97,24 @@ pub fn flows_source<S: PacketSource + ?Sized>(source: &mut S, filter: &mut dyn P
     for_each_packet(source, filter, |p| table.push(p))
 }
 
-fn open(path: &Path) -> Result<FileReader> {
-    FileReader::open(path)
+/// Open `path` and build its filter.
+fn open(path: &Path, filter: FilterFactory<'_>) -> Result<(FileReader, Box<dyn PacketFilter>)> {
+    let reader = FileReader::open(path)?;
+    let filter = filter(&reader)?;
+    Ok((reader, filter))
 }
 
 /// Project files: one rayon task per file, batches concatenated in file order (equal to
-/// the sequential result).
+/// the sequential result). Batches hold at most `batch_size` rows, fewer for small files.
 ///
 /// # Errors
 /// The first file that fails to open or read, in file order.
 pub fn project_files(paths: &[PathBuf], filter: FilterFactory<'_>, batch_size: usize) -> Result<Batches> {
     let one = |p: &PathBuf| -> Result<Batches> {
-        let mut r = open(p)?;
-        let mut f = filter(&r)?;
-        project_source(&mut r, &mut *f, batch_size)
+        let (mut r, mut f) = open(p, filter)?;
+        // A record takes at least 16 bytes: no batch needs more rows than that allows.
+        let rows = usize::try_from(r.file_len() / 16 + 1).unwrap_or(usize::MAX);
+        project_source(&mut r, &mut *f, batch_size.min(rows))
     };
     if let [p] = paths {
         return one(p);
@@ -138,8 +142,7 @@ pub fn flows_files(paths: &[PathBuf], filter: FilterFactory<'_>, opts: FlowOptio
     if opts.idle_timeout_ns.is_some() || opts.active_timeout_ns.is_some() || paths.len() < 2 {
         let mut table = FlowTable::new(opts);
         for p in paths {
-            let mut r = open(p)?;
-            let mut f = filter(&r)?;
+            let (mut r, mut f) = open(p, filter)?;
             let w = flows_source(&mut r, &mut *f, &mut table)?;
             warn = warn.or(w);
         }
@@ -149,8 +152,7 @@ pub fn flows_files(paths: &[PathBuf], filter: FilterFactory<'_>, opts: FlowOptio
         .par_iter()
         .map(|p| {
             let mut t = FlowTable::new(opts);
-            let mut r = open(p)?;
-            let mut f = filter(&r)?;
+            let (mut r, mut f) = open(p, filter)?;
             let w = flows_source(&mut r, &mut *f, &mut t)?;
             Ok((t, w))
         })

@@ -7,7 +7,7 @@ use arrow_array::{ArrayRef, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use hashbrown::HashMap;
 
-use super::columns::{addr_type, addrs, prim, ADDR_LEN};
+use super::columns::{addr_type, addrs, prim, validity, ADDR_LEN};
 use crate::decode::fastpath::{self, FlowFields};
 use crate::source::RawPacket;
 
@@ -99,34 +99,6 @@ impl Packed {
     }
 }
 
-impl FlowKey {
-    /// The key of a projected packet (None without L3).
-    pub fn from_fields(f: &FlowFields, with_vlan: bool) -> Option<FlowKey> {
-        if f.ip_version == 0 {
-            return None;
-        }
-        Some(FlowKey {
-            ip_version: f.ip_version,
-            protocol: f.protocol,
-            src: f.src,
-            src_port: f.has_ports.then_some(f.src_port),
-            dst: f.dst,
-            dst_port: f.has_ports.then_some(f.dst_port),
-            vlan_id: if with_vlan && f.has_vlan { Some(f.vlan_id) } else { None },
-        })
-    }
-
-    /// The canonical (smaller endpoint first) key, and whether the packet ran from the
-    /// canonical source to the canonical destination.
-    pub fn canonical(self) -> (FlowKey, bool) {
-        if (self.src, self.src_port) <= (self.dst, self.dst_port) {
-            (self, true)
-        } else {
-            let k = FlowKey { src: self.dst, src_port: self.dst_port, dst: self.src, dst_port: self.src_port, ..self };
-            (k, false)
-        }
-    }
-}
 
 /// Counters of one flow.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -242,7 +214,7 @@ pub struct FlowTable {
     map: Map,
     expired: Vec<(Packed, FlowStats, Expiration)>,
     packets: u64,
-    without_ip: u64,
+    not_aggregated: u64,
     last_ts: i64,
 }
 
@@ -255,14 +227,15 @@ impl FlowTable {
             map: Map::default(),
             expired: Vec::new(),
             packets: 0,
-            without_ip: 0,
+            not_aggregated: 0,
             last_ts: i64::MIN,
         }
     }
 
-    /// Packets seen, and how many of them had no IP layer (not aggregated).
+    /// Packets seen, and how many of them no flow counts (no IP layer, or an IPv6
+    /// extension chain that hides the protocol).
     pub fn counts(&self) -> (u64, u64) {
-        (self.packets, self.without_ip)
+        (self.packets, self.not_aggregated)
     }
 
     /// Live flows plus flows already split off by timeouts.
@@ -281,8 +254,8 @@ impl FlowTable {
         self.packets += 1;
         self.last_ts = self.last_ts.max(pkt.ts_ns);
         fastpath::parse(pkt.linktype, pkt.data, &mut self.fields);
-        if self.fields.ip_version == 0 {
-            self.without_ip += 1;
+        if self.fields.ip_version == 0 || !self.fields.has_protocol {
+            self.not_aggregated += 1;
             return;
         }
         let key = Packed::new(&self.fields, self.opts.key_vlan);
@@ -312,7 +285,7 @@ impl FlowTable {
     /// Fold a table built from another part of the capture in (without timeouts only).
     pub fn merge(&mut self, other: FlowTable) {
         self.packets += other.packets;
-        self.without_ip += other.without_ip;
+        self.not_aggregated += other.not_aggregated;
         self.last_ts = self.last_ts.max(other.last_ts);
         for (k, s) in other.map {
             self.map.entry(k).and_modify(|m| m.merge(&s)).or_insert(s);
@@ -346,9 +319,9 @@ impl FlowTable {
     /// The table as one Arrow batch (columns as in [`flow_schema`]).
     pub fn to_batch(self) -> RecordBatch {
         let opts = self.opts;
-        let (packets_total, without_ip) = self.counts();
+        let (packets_total, not_aggregated) = self.counts();
         let rows = self.rows();
-        flow_batch(&rows, opts, packets_total, without_ip)
+        flow_batch(&rows, opts, packets_total, not_aggregated)
     }
 }
 
@@ -387,7 +360,7 @@ pub fn flow_schema(opts: FlowOptions) -> Schema {
     Schema::new(fields)
 }
 
-fn flow_batch(rows: &[(FlowKey, FlowStats, Expiration)], opts: FlowOptions, total: u64, without_ip: u64) -> RecordBatch {
+fn flow_batch(rows: &[(FlowKey, FlowStats, Expiration)], opts: FlowOptions, total: u64, not_aggregated: u64) -> RecordBatch {
     let n = rows.len();
     let col = |f: &dyn Fn(&FlowKey, &FlowStats) -> u64| -> ArrayRef {
         prim::<UInt64Type>(rows.iter().map(|(k, s, _)| f(k, s)).collect(), None)
@@ -400,13 +373,13 @@ fn flow_batch(rows: &[(FlowKey, FlowStats, Expiration)], opts: FlowOptions, tota
     }
     let opt16 = |f: &dyn Fn(&FlowKey) -> Option<u16>| -> ArrayRef {
         let v: Vec<Option<u16>> = rows.iter().map(|(k, _, _)| f(k)).collect();
-        prim::<UInt16Type>(v.iter().map(|x| x.unwrap_or(0)).collect(), Some(v.iter().map(Option::is_some).collect()))
+        prim::<UInt16Type>(v.iter().map(|x| x.unwrap_or(0)).collect(), Some(validity(n, |i| v[i].is_some())))
     };
     let mut columns: Vec<ArrayRef> = vec![
         prim::<UInt8Type>(rows.iter().map(|r| r.0.ip_version).collect(), None),
         prim::<UInt8Type>(rows.iter().map(|r| r.0.protocol).collect(), None),
-        addrs(src, vec![true; n]),
-        addrs(dst, vec![true; n]),
+        addrs(src, None),
+        addrs(dst, None),
         opt16(&|k| k.src_port),
         opt16(&|k| k.dst_port),
         opt16(&|k| k.vlan_id),
@@ -417,7 +390,7 @@ fn flow_batch(rows: &[(FlowKey, FlowStats, Expiration)], opts: FlowOptions, tota
         prim::<Int64Type>(rows.iter().map(|r| r.1.last_ts_ns - r.1.first_ts_ns).collect(), None),
         prim::<UInt8Type>(
             rows.iter().map(|r| r.1.tcp_flags).collect(),
-            Some(rows.iter().map(|r| r.1.has_tcp_flags).collect()),
+            Some(validity(n, |i| rows[i].1.has_tcp_flags)),
         ),
     ];
     if opts.bidirectional {
@@ -433,7 +406,7 @@ fn flow_batch(rows: &[(FlowKey, FlowStats, Expiration)], opts: FlowOptions, tota
     }
     let mut schema = flow_schema(opts);
     schema.metadata.insert("paclo.packets_total".to_string(), total.to_string());
-    schema.metadata.insert("paclo.packets_without_ip".to_string(), without_ip.to_string());
+    schema.metadata.insert("paclo.packets_not_aggregated".to_string(), not_aggregated.to_string());
     let schema: SchemaRef = Arc::new(schema);
     RecordBatch::try_new(schema, columns).expect("flow columns match their schema")
 }
@@ -442,6 +415,28 @@ fn flow_batch(rows: &[(FlowKey, FlowStats, Expiration)], opts: FlowOptions, tota
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// The reference the packed key is checked against: the key field by field.
+    fn key_of(f: &FlowFields) -> FlowKey {
+        FlowKey {
+            ip_version: f.ip_version,
+            protocol: f.protocol,
+            src: f.src,
+            src_port: f.has_ports.then_some(f.src_port),
+            dst: f.dst,
+            dst_port: f.has_ports.then_some(f.dst_port),
+            vlan_id: f.has_vlan.then_some(f.vlan_id),
+        }
+    }
+
+    /// The smaller `(address, port)` first (derived `Option` order: `None` first).
+    fn canonical(k: FlowKey) -> (FlowKey, bool) {
+        if (k.src, k.src_port) <= (k.dst, k.dst_port) {
+            (k, true)
+        } else {
+            (FlowKey { src: k.dst, src_port: k.dst_port, dst: k.src, dst_port: k.src_port, ..k }, false)
+        }
+    }
 
     proptest! {
         #[test]
@@ -452,6 +447,7 @@ mod tests {
         ) {
             let f = FlowFields {
                 ip_version: if v6 { 6 } else { 4 },
+                has_protocol: true,
                 protocol: proto,
                 src,
                 dst: if same_addr { src } else { dst },
@@ -462,11 +458,11 @@ mod tests {
                 vlan_id: vlan.unwrap_or(0),
                 ..FlowFields::default()
             };
-            let key = FlowKey::from_fields(&f, true).unwrap();
+            let key = key_of(&f);
             let packed = Packed::new(&f, true);
             prop_assert_eq!(packed.unpack(), key);
             let (pc, pf) = packed.canonical();
-            let (kc, kf) = key.canonical();
+            let (kc, kf) = canonical(key);
             prop_assert_eq!(pc.unpack(), kc);
             prop_assert_eq!(pf, kf);
         }

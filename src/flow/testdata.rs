@@ -122,7 +122,22 @@ pub fn corpus() -> Vec<(u32, Vec<u8>)> {
         ipv6(V6A, V6B, &[(51, ext_ah())], 17, &udp(7, 8, 0)),
         ipv6(V6A, V6B, &[(60, ext_opts(3))], 50, &[0xDD; 24]),
         ipv6(V6A, V6B, &[(43, ext_opts(1)), (0, ext_opts(1))], 17, &udp(1, 2, 3)),
+        ipv6(V6A, V6B, &[(44, ext_frag(3, true)), (60, ext_opts(1))], 17, &udp(1, 2, 3)),
+        ipv6(V6A, V6B, &vec![(60, ext_opts(1)); 17], 17, &udp(1, 2, 3)),
+        ipv6(V6A, V6B, &vec![(43, ext_opts(1)); 16], 6, &tcp(9, 10, 0x02, 0)),
     ];
+    // Destination options whose option overruns the header.
+    let mut bad_opts = ext_opts(1);
+    bad_opts[3] = 5;
+    l3.push(ipv6(V6A, V6B, &[(60, bad_opts)], 17, &udp(1, 2, 3)));
+    // AH with length 0 (IPv6: protocol unknown; IPv4: kept as 51) and a non-first IPv4
+    // fragment whose protocol is AH (not skipped).
+    let mut ah0 = ext_ah();
+    ah0[1] = 0;
+    l3.push(ipv6(V6A, V6B, &[(51, ah0.clone())], 17, &udp(1, 2, 3)));
+    ah0[0] = 17;
+    l3.push(ipv4(51, a, b, 0, 0, &ah0));
+    l3.push(ipv4(51, a, b, 0x0002, 0, &ext_ah()));
     // IPv4 with AH, a short total length and a padded frame, and a bad version nibble.
     let mut ah = ext_ah();
     ah[0] = 17;
@@ -155,7 +170,7 @@ pub fn corpus() -> Vec<(u32, Vec<u8>)> {
         for tags in links {
             out.push((linktype::ETHERNET, ethernet(et, tags, p)));
         }
-        // EtherType and version disagree: etherparse follows the version nibble.
+        // EtherType and version disagree: the version nibble decides.
         out.push((linktype::ETHERNET, ethernet(if et == 0x0800 { 0x86DD } else { 0x0800 }, &[], p)));
         out.push((linktype::RAW, p.clone()));
     }

@@ -3,7 +3,9 @@
 /// The byte order of a file or a pcapng section.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Endian {
+    /// Least significant byte first.
     Little,
+    /// Most significant byte first.
     Big,
 }
 

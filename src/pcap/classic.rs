@@ -38,15 +38,19 @@ const LINKTYPE_MASK: u32 = 0xffff;
 /// The classic file header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FileHeader {
+    /// Byte order of the file.
     pub endian: Endian,
     /// True for the nanosecond magic.
     pub nanosecond: bool,
     /// Bytes before each record's data: 16, or 24 in the modified format.
     pub record_header_len: usize,
+    /// Format version (2.4 in practice).
     pub version_major: u16,
+    /// Format minor version.
     pub version_minor: u16,
     /// Snapshot length from the header (0 is read as [`MAX_CAPLEN`]).
     pub snaplen: u32,
+    /// LINKTYPE of every record (low 16 bits of the header field).
     pub linktype: u32,
 }
 

@@ -50,7 +50,12 @@ pub enum IssueKind {
     /// The bytes are not a valid capture: bad magic, impossible lengths.
     Format(String),
     /// The data ends inside a record: `need` bytes from `offset`, `have` present.
-    Truncated { need: u64, have: u64 },
+    Truncated {
+        /// Bytes the record needs from `offset`.
+        need: u64,
+        /// Bytes present from `offset`.
+        have: u64,
+    },
 }
 
 impl Issue {

@@ -102,6 +102,7 @@ impl TsScale {
 /// One interface description of the current section.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Interface {
+    /// LINKTYPE of the interface's packets.
     pub linktype: u32,
     /// Snapshot length (0: no limit).
     pub snaplen: u32,
@@ -304,6 +305,7 @@ impl NgCursor {
                     )));
                 };
                 let iface = self.interface(id, &format)?;
+                check_snaplen(&iface, id, caplen, &format)?;
                 let data = packet_data(body, EPB_DATA, caplen, "enhanced", &format)?;
                 Step::Packet(RawPacket {
                     ts_ns: iface.ts_ns((u64::from(hi) << 32) | u64::from(lo)),
@@ -324,6 +326,7 @@ impl NgCursor {
                     return Err(format(format!("packet block too short: {} bytes", len)));
                 };
                 let iface = self.interface(u32::from(id), &format)?;
+                check_snaplen(&iface, u32::from(id), caplen, &format)?;
                 let data = packet_data(body, PB_DATA, caplen, "obsolete", &format)?;
                 Step::Packet(RawPacket {
                     ts_ns: iface.ts_ns((u64::from(hi) << 32) | u64::from(lo)),
@@ -369,6 +372,23 @@ impl NgCursor {
             ))
         })
     }
+}
+
+/// A caplen above the interface's snaplen (when it has one) is an error, as in libpcap.
+#[inline]
+fn check_snaplen(
+    iface: &Interface,
+    id: u32,
+    caplen: u32,
+    format: &impl Fn(String) -> Issue,
+) -> Result<(), Issue> {
+    if iface.snaplen != 0 && caplen > iface.snaplen {
+        return Err(format(format!(
+            "packet caplen {caplen} exceeds the snaplen {} of interface {id}",
+            iface.snaplen
+        )));
+    }
+    Ok(())
 }
 
 #[inline]
@@ -651,6 +671,25 @@ pub(crate) mod tests {
         let (pkts, err) = all(cut);
         assert_eq!(pkts.len(), 3);
         assert!(matches!(err.unwrap().kind, IssueKind::Truncated { .. }));
+    }
+
+    #[test]
+    fn caplen_above_interface_snaplen_is_format() {
+        let mut b = Builder::new(Endian::Little);
+        b.shb();
+        b.idb(1, 0, &[]);
+        b.idb(1, 4, &[]);
+        b.epb(0, 0, &[1; 8], 8);
+        b.epb(1, 0, &[1; 4], 8);
+        b.epb(1, 0, &[1; 5], 8);
+        let (pkts, err) = all(&b.out);
+        assert_eq!(pkts.len(), 2);
+        let err = err.unwrap();
+        assert_eq!(err.index, 5);
+        assert!(
+            matches!(&err.kind, IssueKind::Format(m) if m.contains("exceeds the snaplen 4 of interface 1")),
+            "{err:?}"
+        );
     }
 
     #[test]

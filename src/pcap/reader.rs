@@ -15,7 +15,9 @@ use crate::source::{PacketSource, RawPacket};
 /// A cursor over the records of either format, parsing from a `&[u8]`.
 #[derive(Clone, Debug)]
 pub enum RecordCursor {
+    /// A classic pcap file.
     Pcap(ClassicCursor),
+    /// A pcapng file.
     PcapNg(NgCursor),
 }
 
@@ -321,6 +323,85 @@ mod tests {
         assert_eq!((n, bytes), (1_000_000, 64_000_000));
         assert_eq!(delta.allocs, 0, "{delta:?}");
         std::fs::remove_file(path).unwrap();
+    }
+
+    type Row = (i64, u32, u32, Vec<u8>);
+
+    /// Every packet libpcap reads from `path` (nanosecond precision).
+    fn libpcap_rows(path: &Path) -> Vec<Row> {
+        let mut cap = pcap::Capture::from_file_with_precision(path, pcap::Precision::Nano).unwrap();
+        let mut out = Vec::new();
+        loop {
+            match cap.next_packet() {
+                Ok(p) => {
+                    let ts = p.header.ts.tv_sec * 1_000_000_000 + p.header.ts.tv_usec;
+                    out.push((ts, p.header.caplen, p.header.len, p.data.to_vec()));
+                }
+                Err(pcap::Error::NoMorePackets) => return out,
+                Err(e) => panic!("libpcap: {e}"),
+            }
+        }
+    }
+
+    fn paclo_rows(path: &Path) -> Vec<Row> {
+        let mut r = FileReader::open(path).unwrap();
+        let mut out = Vec::new();
+        while let Some(p) = r.next_packet().unwrap() {
+            out.push((p.ts_ns, p.caplen, p.wirelen, p.data.to_vec()));
+        }
+        out
+    }
+
+    /// The same packets as libpcap, for classic files in both byte orders and precisions
+    /// and for a pcapng with three timestamp resolutions.
+    #[test]
+    fn same_packets_as_libpcap() {
+        let mut w = crate::pcap::PcapWriter::new(Vec::new(), "m", 1, 65535, true).unwrap();
+        for i in 0..50u32 {
+            let data: Vec<u8> = (0..(20 + i * 7)).map(|b| (b * 31 + i) as u8).collect();
+            let ts = 1_700_000_000_000_000_000 + i64::from(i) * 987_654_321;
+            w.write_packet(ts, &data, data.len() as u32 + i % 3)
+                .unwrap();
+        }
+        let le_ns = w.finish().unwrap();
+        // The same file big-endian: swap every header field.
+        let mut be_ns = le_ns.clone();
+        for at in (0..24).step_by(4).filter(|&a| a != 4) {
+            be_ns[at..at + 4].reverse();
+        }
+        be_ns[4..6].reverse();
+        be_ns[6..8].reverse();
+        let mut at = 24;
+        while at < be_ns.len() {
+            let caplen = u32::from_le_bytes(le_ns[at + 8..at + 12].try_into().unwrap()) as usize;
+            for f in 0..4 {
+                be_ns[at + f * 4..at + f * 4 + 4].reverse();
+            }
+            at += 16 + caplen;
+        }
+        let mut ng = crate::pcap::pcapng::tests::Builder::new(crate::pcap::Endian::Big);
+        ng.shb();
+        ng.idb(1, 0, &[]);
+        ng.idb(1, 0, &[(9, vec![9])]);
+        ng.idb(1, 0, &[(9, vec![0x80 | 20])]);
+        for i in 0..30u64 {
+            ng.epb(
+                (i % 3) as u32,
+                1_700_000_000_000_000 + i * 1_234_567,
+                &[i as u8; 40],
+                60,
+            );
+        }
+        for (name, bytes) in [
+            ("le-ns.pcap", le_ns),
+            ("be-ns.pcap", be_ns),
+            ("x.pcapng", ng.out),
+        ] {
+            let path = write_temp(name, &bytes);
+            let ours = paclo_rows(&path);
+            assert_eq!(ours.len(), if name.ends_with("pcapng") { 30 } else { 50 });
+            assert_eq!(ours, libpcap_rows(&path), "{name}");
+        }
     }
 
     fn drain(buf: &[u8]) -> std::result::Result<usize, Issue> {

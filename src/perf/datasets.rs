@@ -39,7 +39,9 @@ pub enum Case {
 /// Traffic kind of one frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Traffic {
+    /// UDP 12000 -> 5300.
     Udp,
+    /// TCP SYN 12000 -> 443.
     Tcp,
 }
 
@@ -149,8 +151,11 @@ pub fn timestamp_ns(index: u64) -> i64 {
 /// What [`generate`] wrote.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Dataset {
+    /// Packets written.
     pub packets: u64,
+    /// Captured bytes written (frames only).
     pub bytes: u64,
+    /// Size of the file.
     pub file_size: u64,
 }
 
@@ -173,7 +178,6 @@ pub fn generate(case: Case, count: u64, path: impl AsRef<Path>) -> Result<Datase
         bytes += data.len() as u64;
     }
     let file = w.finish()?;
-    file.sync_data().ok();
     let file_size = file.metadata().map_err(|e| Error::from_io(path, e))?.len();
     let expected = case.expected_file_size(count);
     if file_size != expected {

@@ -68,6 +68,7 @@ fn queue_dict<'py>(
     d.set_item("enqueued", q.enqueued)?;
     d.set_item("dropped", q.dropped)?;
     d.set_item("abandoned", q.abandoned)?;
+    d.set_item("cancelled", q.cancelled)?;
     d.set_item("blocked_events", q.blocked_events)?;
     d.set_item("blocked_ns", q.blocked_ns)?;
     Ok(d)

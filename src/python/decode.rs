@@ -69,6 +69,57 @@ strings! {
 }
 
 static STRINGS: PyOnceLock<Strings> = PyOnceLock::new();
+static TEMPLATES: PyOnceLock<Templates> = PyOnceLock::new();
+
+/// Dicts with the keys of the common fixed-shape maps (values None). Copying one
+/// (`PyDict_Copy` clones the key table) and replacing its values is cheaper than inserting
+/// every key into a fresh dict, which rebuilds the table as it grows.
+struct Templates {
+    top: Py<PyDict>,
+    ethernet: Py<PyDict>,
+    ipv4: Py<PyDict>,
+    ipv6: Py<PyDict>,
+    flow_ports: Py<PyDict>,
+    udp: Py<PyDict>,
+    tcp: Py<PyDict>,
+    tcp_flags: Py<PyDict>,
+}
+
+impl Templates {
+    fn new(py: Python<'_>, k: &Strings) -> PyResult<Self> {
+        let t = |keys: &[&Py<PyString>]| -> PyResult<Py<PyDict>> {
+            let d = PyDict::new(py);
+            for key in keys {
+                d.set_item(key.bind(py), py.None())?;
+            }
+            Ok(d.unbind())
+        };
+        Ok(Templates {
+            top: t(&[&k.ts_sec, &k.ts_usec, &k.ts_ns, &k.caplen, &k.len, &k.data, &k.decoded])?,
+            ethernet: t(&[&k.type_, &k.src, &k.dst, &k.eth, &k.l3])?,
+            ipv4: t(&[
+                &k.type_, &k.version, &k.ihl, &k.tos, &k.total_length, &k.id, &k.flags_frag, &k.ttl,
+                &k.protocol, &k.header_checksum, &k.src, &k.dst, &k.frag, &k.frag_offset, &k.flow_key, &k.l4,
+            ])?,
+            ipv6: t(&[
+                &k.type_, &k.version, &k.traffic_class, &k.flow_label, &k.payload_length, &k.next_header,
+                &k.hop_limit, &k.src, &k.dst, &k.src_compact, &k.dst_compact, &k.frag, &k.frag_offset,
+                &k.flow_key, &k.l4,
+            ])?,
+            flow_ports: t(&[&k.proto, &k.src_ip, &k.src_port, &k.dst_ip, &k.dst_port])?,
+            udp: t(&[&k.type_, &k.src_port, &k.dst_port, &k.length, &k.checksum, &k.data_len, &k.payload])?,
+            tcp: t(&[
+                &k.type_, &k.src_port, &k.dst_port, &k.seq, &k.ack, &k.flags, &k.flags_str, &k.window,
+                &k.checksum, &k.urgent_pointer, &k.header_len, &k.data_len, &k.payload,
+            ])?,
+            tcp_flags: t(&[&k.urg, &k.ack, &k.psh, &k.rst, &k.syn, &k.fin, &k.ece, &k.cwr])?,
+        })
+    }
+}
+
+fn templates(py: Python<'_>, k: &Strings) -> PyResult<&'static Templates> {
+    TEMPLATES.get_or_try_init(py, || Templates::new(py, k))
+}
 
 /// Registered hooks as a tuple of callables; `HOOK_COUNT` lets the no-hook case skip the lock.
 static HOOKS: Mutex<Option<Py<PyTuple>>> = Mutex::new(None);
@@ -111,6 +162,11 @@ impl<'py> Map<'py> {
     #[inline]
     fn new(py: Python<'py>) -> Self {
         Map { py, d: PyDict::new(py) }
+    }
+    /// A copy of `template`; every key of it must then be set.
+    #[inline]
+    fn like(py: Python<'py>, template: &Py<PyDict>) -> PyResult<Self> {
+        Ok(Map { py, d: template.bind(py).copy()? })
     }
     #[inline]
     fn set<V: IntoPyObject<'py>>(&self, k: &Py<PyString>, v: V) -> PyResult<()>
@@ -175,7 +231,9 @@ pub fn full_map_with<'py>(
     data: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<(Bound<'py, PyDict>, bool)> {
     let k = STRINGS.get_or_init(py, || Strings::new(py));
-    let top = Map::new(py);
+    let t = templates(py, k)?;
+    let d = decode(pkt.linktype, pkt.data);
+    let top = if d.link.is_some() { Map::like(py, &t.top)? } else { Map::new(py) };
     top.set(&k.ts_sec, pkt.ts_sec())?;
     top.set(&k.ts_usec, pkt.ts_usec())?;
     top.set(&k.ts_ns, pkt.ts_ns)?;
@@ -185,9 +243,8 @@ pub fn full_map_with<'py>(
         Some(obj) => top.set(&k.data, obj)?,
         None => top.bytes(&k.data, pkt.data)?,
     }
-    let d = decode(pkt.linktype, pkt.data);
     if d.link.is_some() {
-        top.set(&k.decoded, decoded_map(py, k, &d)?)?;
+        top.set(&k.decoded, decoded_map(py, k, t, &d)?)?;
     }
     let has_error = match d.error {
         Some(e) => {
@@ -224,12 +281,13 @@ fn run_hooks<'py>(py: Python<'py>, mut map: Bound<'py, PyDict>) -> PyResult<Boun
     Ok(map)
 }
 
-fn decoded_map<'py>(py: Python<'py>, k: &Strings, d: &Decoded<'_>) -> PyResult<Bound<'py, PyDict>> {
-    let m = Map::new(py);
-    let Some(link) = d.link.as_ref() else { return Ok(m.d) };
+fn decoded_map<'py>(py: Python<'py>, k: &Strings, t: &Templates, d: &Decoded<'_>) -> PyResult<Bound<'py, PyDict>> {
+    let Some(link) = d.link.as_ref() else { return Ok(PyDict::new(py)) };
+    let plain_ethernet = link.kind == crate::decode::LinkKind::Ethernet && link.vlan.as_slice().is_empty();
+    let m = if plain_ethernet && d.l3.is_some() { Map::like(py, &t.ethernet)? } else { Map::new(py) };
     link_fields(&m, k, link)?;
     if let Some(l3) = &d.l3 {
-        m.set(&k.l3, l3_map(py, k, l3)?)?;
+        m.set(&k.l3, l3_map(py, k, t, l3)?)?;
     }
     Ok(m.d)
 }
@@ -282,11 +340,15 @@ fn link_fields(m: &Map<'_>, k: &Strings, link: &Link<'_>) -> PyResult<()> {
     Ok(())
 }
 
-fn l3_map<'py>(py: Python<'py>, k: &Strings, l3: &L3<'_>) -> PyResult<Bound<'py, PyDict>> {
-    let m = Map::new(py);
+fn l3_map<'py>(py: Python<'py>, k: &Strings, t: &Templates, l3: &L3<'_>) -> PyResult<Bound<'py, PyDict>> {
+    let m = match l3 {
+        L3::Ipv4(_) => Map::like(py, &t.ipv4)?,
+        L3::Ipv6(_) => Map::like(py, &t.ipv6)?,
+        _ => Map::new(py),
+    };
     match l3 {
-        L3::Ipv4(v4) => ipv4_fields(&m, k, v4, l3)?,
-        L3::Ipv6(v6) => ipv6_fields(&m, k, v6, l3)?,
+        L3::Ipv4(v4) => ipv4_fields(&m, k, t, v4, l3)?,
+        L3::Ipv6(v6) => ipv6_fields(&m, k, t, v6, l3)?,
         L3::Arp(arp) => {
             m.s(&k.type_, &k.v_arp)?;
             if let Some(a) = arp {
@@ -301,7 +363,7 @@ fn l3_map<'py>(py: Python<'py>, k: &Strings, l3: &L3<'_>) -> PyResult<Bound<'py,
     Ok(m.d)
 }
 
-fn ipv4_fields(m: &Map<'_>, k: &Strings, v4: &Ipv4<'_>, l3: &L3<'_>) -> PyResult<()> {
+fn ipv4_fields(m: &Map<'_>, k: &Strings, t: &Templates, v4: &Ipv4<'_>, l3: &L3<'_>) -> PyResult<()> {
     let h = &v4.header;
     m.s(&k.type_, &k.v_ipv4)?;
     m.set(&k.version, h.version())?;
@@ -324,11 +386,11 @@ fn ipv4_fields(m: &Map<'_>, k: &Strings, v4: &Ipv4<'_>, l3: &L3<'_>) -> PyResult
     } else {
         m.none(&k.frag_offset)?;
     }
-    flow_key(m, k, l3, &src, &dst)?;
-    m.set(&k.l4, l4_map(m.py, k, &v4.l4)?)
+    flow_key(m, k, t, l3, &src, &dst)?;
+    m.set(&k.l4, l4_map(m.py, k, t, &v4.l4)?)
 }
 
-fn ipv6_fields(m: &Map<'_>, k: &Strings, v6: &Ipv6<'_>, l3: &L3<'_>) -> PyResult<()> {
+fn ipv6_fields(m: &Map<'_>, k: &Strings, t: &Templates, v6: &Ipv6<'_>, l3: &L3<'_>) -> PyResult<()> {
     let h = &v6.header;
     m.s(&k.type_, &k.v_ipv6)?;
     m.set(&k.version, h.version())?;
@@ -346,19 +408,20 @@ fn ipv6_fields(m: &Map<'_>, k: &Strings, v6: &Ipv6<'_>, l3: &L3<'_>) -> PyResult
     m.text(&k.dst_compact, addr::ipv6_compact(&d).as_str())?;
     m.set(&k.frag, v6.frag)?;
     m.set(&k.frag_offset, v6.frag_offset)?;
-    flow_key(m, k, l3, &src, &dst)?;
-    m.set(&k.l4, l4_map(m.py, k, &v6.l4)?)
+    flow_key(m, k, t, l3, &src, &dst)?;
+    m.set(&k.l4, l4_map(m.py, k, t, &v6.l4)?)
 }
 
 fn flow_key<'py>(
     m: &Map<'py>,
     k: &Strings,
+    t: &Templates,
     l3: &L3<'_>,
     src: &Bound<'py, PyString>,
     dst: &Bound<'py, PyString>,
 ) -> PyResult<()> {
     let Some(key) = l3.flow_key() else { return m.none(&k.flow_key) };
-    let f = Map::new(m.py);
+    let f = if key.proto.has_ports() { Map::like(m.py, &t.flow_ports)? } else { Map::new(m.py) };
     match key.proto {
         FlowProto::Tcp => f.s(&k.proto, &k.v_tcp)?,
         FlowProto::Udp => f.s(&k.proto, &k.v_udp)?,
@@ -401,8 +464,12 @@ fn arp_fields(m: &Map<'_>, k: &Strings, a: &Arp<'_>) -> PyResult<()> {
 /// TCP flag letters from bit 7 (CWR) down to bit 0 (FIN).
 const TCP_FLAG_LETTERS: [u8; 8] = *b"CEUAPRSF";
 
-fn l4_map<'py>(py: Python<'py>, k: &Strings, l4: &L4<'_>) -> PyResult<Bound<'py, PyDict>> {
-    let m = Map::new(py);
+fn l4_map<'py>(py: Python<'py>, k: &Strings, tpl: &Templates, l4: &L4<'_>) -> PyResult<Bound<'py, PyDict>> {
+    let m = match l4 {
+        L4::Tcp(..) => Map::like(py, &tpl.tcp)?,
+        L4::Udp(..) => Map::like(py, &tpl.udp)?,
+        _ => Map::new(py),
+    };
     match l4 {
         L4::Tcp(t, app) => {
             m.s(&k.type_, &k.v_tcp)?;
@@ -411,7 +478,7 @@ fn l4_map<'py>(py: Python<'py>, k: &Strings, l4: &L4<'_>) -> PyResult<Bound<'py,
             m.set(&k.seq, t.sequence_number())?;
             m.set(&k.ack, t.acknowledgment_number())?;
             let bits = [t.cwr(), t.ece(), t.urg(), t.ack(), t.psh(), t.rst(), t.syn(), t.fin()];
-            let f = Map::new(py);
+            let f = Map::like(py, &tpl.tcp_flags)?;
             f.set(&k.urg, t.urg())?;
             f.set(&k.ack, t.ack())?;
             f.set(&k.psh, t.psh())?;
@@ -578,7 +645,6 @@ fn tls_map<'py>(py: Python<'py>, k: &Strings, ch: &ClientHello<'_>) -> PyResult<
     if let Some(sni) = ch.sni {
         m.text(&k.sni, sni)?;
     }
-    let mut summary = String::from("TLS ClientHello");
     if ch.has_alpn() {
         let list = PyList::empty(py);
         for p in ch.alpn() {
@@ -586,23 +652,34 @@ fn tls_map<'py>(py: Python<'py>, k: &Strings, ch: &ClientHello<'_>) -> PyResult<
         }
         m.set(&k.alpn, list)?;
     }
+    // The summary fits a stack buffer unless the names are unusually long.
+    let mut small = StackText::<512>::new();
+    if tls_summary(&mut small, ch).is_ok() {
+        m.text(&k.summary, small.as_str())?;
+    } else {
+        let mut long = String::new();
+        let _ = tls_summary(&mut long, ch);
+        m.text(&k.summary, &long)?;
+    }
+    Ok(m.d)
+}
+
+/// `TLS ClientHello SNI=<host>`, else `TLS ClientHello ALPN=<a>,<b>`.
+fn tls_summary(out: &mut impl core::fmt::Write, ch: &ClientHello<'_>) -> core::fmt::Result {
+    out.write_str("TLS ClientHello")?;
     match ch.sni {
-        Some(sni) => {
-            summary.push_str(" SNI=");
-            summary.push_str(sni);
-        }
+        Some(sni) => write!(out, " SNI={sni}"),
         None => {
-            summary.push_str(" ALPN=");
+            out.write_str(" ALPN=")?;
             for (i, p) in ch.alpn().enumerate() {
                 if i > 0 {
-                    summary.push(',');
+                    out.write_char(',')?;
                 }
-                summary.push_str(p);
+                out.write_str(p)?;
             }
+            Ok(())
         }
     }
-    m.text(&k.summary, &summary)?;
-    Ok(m.d)
 }
 
 /// The packet map of raw bytes (timestamps 0, caplen = len = `len(data)`).

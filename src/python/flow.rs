@@ -5,7 +5,6 @@
 //! without copying. Native loops run with the GIL released.
 
 use std::ffi::CString;
-use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 use std::sync::Mutex;
 
@@ -19,6 +18,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyCapsule, PyDict, PyList, PyString};
 
 use super::error::TruncatedCaptureWarning;
+use crate::decode::addr;
 use crate::decode::fastpath::{self, FlowFields};
 use crate::error::{Error, Result};
 use crate::flow::{self, columns, FlowKey, FlowOptions, FlowTable, KeepAll, PacketFilter, RawBatchBuilder};
@@ -50,7 +50,7 @@ pub fn flow_dict<'py>(py: Python<'py>, pkt: &RawPacket<'_>) -> PyResult<(Bound<'
     d.set_item(k(3), pkt.wirelen)?;
     let l3 = f.ip_version != 0;
     d.set_item(k(4), l3.then_some(f.ip_version))?;
-    d.set_item(k(5), l3.then_some(f.protocol))?;
+    d.set_item(k(5), f.has_protocol.then_some(f.protocol))?;
     d.set_item(k(6), l3.then(|| PyBytes::new(py, &f.src)))?;
     d.set_item(k(7), l3.then(|| PyBytes::new(py, &f.dst)))?;
     d.set_item(k(8), f.has_ports.then_some(f.src_port))?;
@@ -117,6 +117,7 @@ impl ArrowStream {
     }
 
     /// The batches as an `arrow_array_stream` capsule (once; the stream is then consumed).
+    /// `requested_schema` is accepted and not applied, as the interface allows.
     #[pyo3(signature = (requested_schema = None))]
     fn __arrow_c_stream__<'py>(
         &self,
@@ -134,7 +135,7 @@ impl ArrowStream {
     }
 }
 
-fn paths_opts(paths: Vec<PathBuf>) -> PyResult<Vec<PathBuf>> {
+fn nonempty(paths: Vec<PathBuf>) -> PyResult<Vec<PathBuf>> {
     if paths.is_empty() {
         return Err(PyValueError::new_err("source must name at least one capture file"));
     }
@@ -145,11 +146,16 @@ fn factory(filter: Option<String>) -> impl Fn(&FileReader) -> Result<Box<dyn Pac
     move |r| make_filter(filter.as_deref(), r).map(|f| f as Box<dyn PacketFilter>)
 }
 
-/// Project the packets of `paths` into an Arrow stream.
+/// Project the packets of `paths` into an Arrow stream. Batches default to 2^20 rows:
+/// large batches let the columns sit on huge pages, which removes most of the cost of
+/// filling fresh memory.
 #[pyfunction]
-#[pyo3(signature = (paths, *, filter = None, batch_size = 65536))]
+#[pyo3(signature = (paths, *, filter = None, batch_size = 1_048_576))]
 fn flow_project(py: Python<'_>, paths: Vec<PathBuf>, filter: Option<String>, batch_size: usize) -> PyResult<ArrowStream> {
-    let paths = paths_opts(paths)?;
+    let paths = nonempty(paths)?;
+    if batch_size == 0 {
+        return Err(PyValueError::new_err("batch_size must be a positive integer"));
+    }
     let make = factory(filter);
     let (batches, warn) = py.detach(|| flow::project_files(&paths, &make, batch_size))?;
     warn_truncated(py, warn)?;
@@ -170,7 +176,7 @@ fn build_table(
     filter: Option<String>,
     opts: FlowOptions,
 ) -> PyResult<FlowTable> {
-    let paths = paths_opts(paths)?;
+    let paths = nonempty(paths)?;
     let make = factory(filter);
     let (table, warn) = py.detach(|| flow::flows_files(&paths, &make, opts))?;
     warn_truncated(py, warn)?;
@@ -199,13 +205,26 @@ fn flow_table(
     Ok(ArrowStream::from_batches(batch.schema(), vec![batch]))
 }
 
-/// Text of an address: dotted IPv4, or RFC 5952 IPv6.
-fn addr_text(version: u8, a: &[u8; 16]) -> String {
+const MAPPED_PREFIX: [u8; 12] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff];
+
+/// Text of a 16-byte address: dotted IPv4 for version 4, RFC 5952 IPv6 otherwise (an
+/// IPv4-mapped IPv6 address in the mixed form `::ffff:a.b.c.d`, RFC 5952 §5).
+fn write_addr(out: &mut String, version: u8, a: &[u8; 16]) {
+    let v4 = [a[12], a[13], a[14], a[15]];
     if version == 4 {
-        Ipv4Addr::new(a[12], a[13], a[14], a[15]).to_string()
+        out.push_str(addr::ipv4(&v4).as_str());
+    } else if a[..12] == MAPPED_PREFIX {
+        out.push_str("::ffff:");
+        out.push_str(addr::ipv4(&v4).as_str());
     } else {
-        Ipv6Addr::from(*a).to_string()
+        out.push_str(addr::ipv6_compact(a).as_str());
     }
+}
+
+fn addr_text(version: u8, a: &[u8; 16]) -> String {
+    let mut s = String::with_capacity(39);
+    write_addr(&mut s, version, a);
+    s
 }
 
 fn endpoint(version: u8, a: &[u8; 16], port: Option<u16>) -> String {
@@ -350,24 +369,39 @@ fn addresses_to_str<'py>(
     valid: &[u8],
     versions: Option<&[u8]>,
 ) -> PyResult<Bound<'py, PyList>> {
-    if buf.len() != valid.len() * 16 || versions.as_ref().is_some_and(|v| v.len() != valid.len()) {
+    if buf.len() != valid.len() * 16 || versions.is_some_and(|v| v.len() != valid.len()) {
         return Err(PyValueError::new_err("address buffer, validity and versions differ in length"));
     }
-    let texts: Vec<Option<String>> = py.detach(|| {
-        valid
+    // Format every address into one buffer with the GIL released, then make the strings.
+    let (text, ends): (String, Vec<Option<usize>>) = py.detach(|| {
+        let mut text = String::with_capacity(valid.len() * 16);
+        let ends = valid
             .iter()
             .enumerate()
             .map(|(i, ok)| {
                 (*ok != 0).then(|| {
                     let a: [u8; 16] = buf[i * 16..i * 16 + 16].try_into().expect("16 bytes");
-                    let mapped = a[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff];
-                    let v6 = versions.as_ref().is_some_and(|v| v[i] == 6);
-                    addr_text(if mapped && !v6 { 4 } else { 6 }, &a)
+                    let v6 = versions.is_some_and(|v| v[i] == 6);
+                    let version = if a[..12] == MAPPED_PREFIX && !v6 { 4 } else { 6 };
+                    write_addr(&mut text, version, &a);
+                    text.len()
                 })
             })
-            .collect()
+            .collect();
+        (text, ends)
     });
-    PyList::new(py, texts)
+    let out = PyList::empty(py);
+    let mut start = 0;
+    for end in ends {
+        match end {
+            Some(e) => {
+                out.append(PyString::new(py, &text[start..e]))?;
+                start = e;
+            }
+            None => out.append(py.None())?,
+        }
+    }
+    Ok(out)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

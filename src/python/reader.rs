@@ -159,6 +159,34 @@ impl Packet {
         self.ts_ns.rem_euclid(1_000_000_000) / 1_000
     }
 
+    /// The buffer protocol: a read-only view of the captured bytes without a copy
+    /// (`memoryview(pkt)`, `numpy.frombuffer(pkt, numpy.uint8)`).
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut pyo3::ffi::Py_buffer,
+        flags: std::ffi::c_int,
+    ) -> PyResult<()> {
+        let py = slf.py();
+        let (ptr, len) = slf.get().with_bytes(py, |b| (b.as_ptr(), b.len()));
+        // SAFETY: the bytes live in the packet's map or its cached `bytes` object, both
+        // kept alive by the packet, which the view holds a reference to (`obj`) until it
+        // is released; the buffer is marked read-only, so nothing writes through it.
+        let rc = unsafe {
+            pyo3::ffi::PyBuffer_FillInfo(
+                view,
+                slf.as_ptr(),
+                ptr as *mut std::ffi::c_void,
+                len as pyo3::ffi::Py_ssize_t,
+                1,
+                flags,
+            )
+        };
+        if rc == -1 {
+            return Err(PyErr::fetch(py));
+        }
+        Ok(())
+    }
+
     fn __bytes__(&self, py: Python<'_>) -> Py<PyBytes> {
         self.bytes_obj(py)
     }
