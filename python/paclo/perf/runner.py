@@ -1,4 +1,4 @@
-"""The offline runner: datasets, one worker process per case x scenario, checks, results.json."""
+"""The runner: datasets, one worker process per case x scenario (offline) or rate x scenario (live), checks, results.json."""
 
 from __future__ import annotations
 
