@@ -38,8 +38,11 @@ def test_overrides_and_equals_form():
          "--scenarios", "flow-table,raw-seq", "--output", "out", "--peers"]
     )
     assert (opts.profile, opts.warmups, opts.runs, opts.packets, opts.output) == ("stress", 0, 3, 5000, "out")
-    # canonical order, not the order given
-    assert opts.offline_scenarios() == ["raw-seq", "flow-table"]
+    # canonical order, not the order given; --peers adds the peers to the chosen scenarios
+    assert opts.offline_scenarios() == [
+        "raw-seq", "flow-table",
+        "peer-c-pcap-next-ex", "peer-dpkt-raw", "peer-dpkt-5tuple", "peer-scapy-raw", "peer-scapy-decode",
+    ]
     assert opts.peers
 
 

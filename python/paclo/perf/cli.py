@@ -108,6 +108,8 @@ class Options:
             return known
         allowed = config.OFFLINE_SCENARIOS + config.PEER_SCENARIOS
         chosen = [s for s in allowed if s in self.scenarios]
+        if self.peers:
+            chosen += [s for s in config.PEER_SCENARIOS if s not in chosen]
         return chosen
 
 
