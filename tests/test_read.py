@@ -389,3 +389,49 @@ def test_decode_errors_are_counted(tmp_path):
     assert r.stats()["packets"] == {"captured": 2, "processed": 2, "decode_errors": 1}
     acc, stats = paclo.reduce(lambda a, m: a + ("decode_error" in m), 0, path=p, decode="full", report=True)
     assert acc == 1 and stats["packets"]["decode_errors"] == 1
+
+
+def _many_rejected_then_one_tcp(tmp_path: pathlib.Path, n: int = 4_000_000) -> pathlib.Path:
+    """A classic file of ``n`` one-byte records that ``filter="tcp"`` rejects, then one TCP frame."""
+    import struct
+
+    rec = struct.pack("<IIII", 0, 0, 1, 1) + b"\0"
+    last = classic([Rec(0, tcp_frame(443))])[24:]
+    return write(tmp_path, "scan.pcap", classic([]) + rec * n + last)
+
+
+@pytest.mark.parametrize("how", ["reader", "reduce", "count_packets"])
+def test_signal_interrupts_a_long_filtered_scan(tmp_path, how):
+    """A filter that rejects a long run of records does not hold off Ctrl-C until it finds a
+    match: the scan checks for signals between chunks of rejected records. Consumers written
+    in C (list.extend, list.append, map) observe whether the matching last packet was
+    reached before the interrupt surfaced."""
+    import functools
+    import signal
+
+    p = _many_rejected_then_one_tcp(tmp_path)
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    got: list = []
+    r = paclo.read(p, filter="tcp")
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.005)
+        with pytest.raises(KeyboardInterrupt):
+            if how == "reader":
+                got.extend(r)
+            elif how == "reduce":
+                paclo.reduce(list.append, got, path=p, filter="tcp")
+            else:
+                got.extend(map(functools.partial(_paclo.count_packets, filter="tcp"), [str(p)]))
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert got == []
+    if how == "reader":
+        # Interrupted mid-file, the reader is still open and can go on to the match.
+        assert r.stats()["stop_reason"] is None
+        assert [pkt.caplen for pkt in r] == [len(tcp_frame(443))]
+        assert r.stats()["stop_reason"] == "eof"

@@ -425,9 +425,16 @@ impl PacketRef {
 /// What `FileLoop::next` found.
 enum Next {
     Packet(PacketRef),
+    /// The filter rejected [`SCAN_BUDGET`] records in a row: call again (after checking
+    /// for signals) to go on.
+    Pending,
     /// The end: eof, limit or an error already recorded.
     End,
 }
+
+/// Records the filter may reject in one call of `FileLoop::next`, so a filter that matches
+/// rarely cannot hold off Ctrl-C (or keep the GIL) for a whole file.
+const SCAN_BUDGET: u32 = 1 << 16;
 
 impl FileLoop {
     fn open(
@@ -455,8 +462,9 @@ impl FileLoop {
         })
     }
 
-    /// The next packet passing the filter, or the end. On a truncated last record the end
-    /// is reported with `stats.truncated` set; other errors are returned (and recorded).
+    /// The next packet passing the filter, the end, or `Pending` after a long run of
+    /// rejected records. On a truncated last record the end is reported with
+    /// `stats.truncated` set; other errors are returned (and recorded).
     #[inline]
     fn next(&mut self) -> crate::error::Result<Next> {
         if self.stats.finished.is_some() {
@@ -467,6 +475,7 @@ impl FileLoop {
             return Ok(Next::End);
         }
         let base = self.reader.shared_map().as_ptr() as usize;
+        let mut rejected = 0u32;
         loop {
             if let Some(p) = self.progress.as_mut() {
                 p.tick(self.reader.position());
@@ -487,7 +496,13 @@ impl FileLoop {
             if let Some(f) = self.filter.as_mut() {
                 match f.matches(&pkt) {
                     Ok(true) => {}
-                    Ok(false) => continue,
+                    Ok(false) => {
+                        rejected += 1;
+                        if rejected >= SCAN_BUDGET {
+                            return Ok(Next::Pending);
+                        }
+                        continue;
+                    }
                     Err(e) => {
                         self.stats.state = "failed";
                         self.stats.error = Some(("ValueError".into(), e.to_string()));
@@ -510,6 +525,18 @@ impl FileLoop {
         }
         self.end("eof");
         Ok(Next::End)
+    }
+
+    /// As [`next`](Self::next), but a long filtered scan checks for signals between
+    /// chunks of rejected records, with the GIL released; never returns `Pending`.
+    #[inline]
+    fn next_interruptible(&mut self, py: Python<'_>) -> PyResult<crate::error::Result<Next>> {
+        let mut step = self.next();
+        while let Ok(Next::Pending) = step {
+            py.check_signals()?;
+            step = py.detach(|| self.next());
+        }
+        Ok(step)
     }
 
     fn end(&mut self, reason: &'static str) {
@@ -574,7 +601,7 @@ impl Reader {
         let (Some(l), Some(handle)) = (self.inner.as_mut(), self.handle.as_ref()) else {
             return Ok(None);
         };
-        let err = match l.next() {
+        let err = match l.next_interruptible(py)? {
             Ok(Next::Packet(r)) => {
                 let map = l.reader.shared_map();
                 let (obj, decode_error) =
@@ -584,7 +611,7 @@ impl Reader {
                 }
                 return Ok(Some(obj));
             }
-            Ok(Next::End) => return Ok(None),
+            Ok(Next::End | Next::Pending) => return Ok(None),
             Err(e) => e,
         };
         l.on_error(py, err, strict)?;
@@ -720,7 +747,7 @@ fn reduce_path<'py>(
     let handle = Py::new(py, MappedFile(Arc::clone(l.reader.shared_map())))?;
     let mut acc = init;
     loop {
-        let err = match l.next() {
+        let err = match l.next_interruptible(py)? {
             Ok(Next::Packet(r)) => {
                 let map = l.reader.shared_map();
                 let (obj, decode_error) =
@@ -740,7 +767,7 @@ fn reduce_path<'py>(
                 }
                 continue;
             }
-            Ok(Next::End) => break,
+            Ok(Next::End | Next::Pending) => break,
             Err(e) => e,
         };
         l.on_error(py, err, strict)?;
@@ -769,6 +796,8 @@ fn count_packets(
             for _ in 0..CHUNK {
                 match l.next() {
                     Ok(Next::Packet(_)) => {}
+                    // A long filtered scan: check for signals now.
+                    Ok(Next::Pending) => return Ok(false),
                     Ok(Next::End) => return Ok(true),
                     Err(Error::Truncated { .. }) => return Ok(true),
                     Err(e) => return Err(e),
