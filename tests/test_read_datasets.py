@@ -73,6 +73,16 @@ def test_bad_arguments(tmp_path):
         datasets.expected_file_size("mixed", 1.5)
 
 
+@pytest.mark.parametrize("case", ["udp-64", "tcp-512", "mixed"])
+def test_counts_whose_sizes_overflow_are_value_errors(case):
+    """A count whose byte total does not fit in 64 bits is refused with a ValueError naming
+    the count, never an arithmetic panic inside the extension."""
+    for fn in (datasets.expected_bytes, datasets.expected_file_size):
+        with pytest.raises(ValueError, match="count 4611686018427387904 is too large"):
+            fn(case, 2**62)
+    assert datasets.expected_file_size(case, 2**40) == 24 + 16 * 2**40 + datasets.expected_bytes(case, 2**40)
+
+
 def test_native_loop_allocations_do_not_grow_with_packets(tmp_path):
     """The native loop (with and without a filter) allocates per call, never per packet."""
     small, big = tmp_path / "small.pcap", tmp_path / "big.pcap"

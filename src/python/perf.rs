@@ -40,7 +40,7 @@ fn generate_dataset(
 fn dataset_expected(case: &str, count: i64) -> PyResult<(u64, u64)> {
     let case = Case::parse(case)?;
     let count = check_count(count)?;
-    Ok((case.expected_bytes(count), case.expected_file_size(count)))
+    Ok((case.expected_bytes(count)?, case.expected_file_size(count)?))
 }
 
 /// The frame bytes of packet `index` of `case`.
