@@ -135,6 +135,10 @@ def test_close_while_backpressured_returns_promptly():
         deadline = time.monotonic() + 5
         while fo.stats()["branches"]["a"]["buffer"]["blocked_events"] == 0 and time.monotonic() < deadline:
             time.sleep(0.01)
+        # A snapshot while the dispatcher waits for space holds the invariants too.
+        blocked = fo.stats()
+        assert blocked["branches"]["a"]["buffer"]["blocked_events"] > 0
+        check_branch_invariants(blocked)
         t0 = time.monotonic()
         with fo:
             pass

@@ -49,7 +49,8 @@ impl QueueMode {
 /// A consistent snapshot of a queue's counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct QueueCounters {
-    /// Items handed to `push`.
+    /// Items handed to `push` whose outcome is decided: an item waiting for space in a
+    /// blocking queue is counted once it is enqueued or cancelled.
     pub offered: u64,
     /// Items accepted into the queue.
     pub enqueued: u64,
@@ -182,12 +183,13 @@ impl<T> BoundedQueue<T> {
     /// back as cancelled once `abort` returns true.
     pub fn push(&self, item: T, abort: &dyn Fn() -> bool) -> Push<T> {
         let mut st = self.lock();
-        st.counters.offered += 1;
         if st.items.len() < self.capacity {
+            st.counters.offered += 1;
             let pooled = self.accept(&mut st, item);
             return Push::Enqueued(pooled);
         }
         if self.mode == QueueMode::Dropping {
+            st.counters.offered += 1;
             st.counters.dropped += 1;
             return Push::Dropped(item);
         }
@@ -195,6 +197,7 @@ impl<T> BoundedQueue<T> {
         let start = Instant::now();
         loop {
             if abort() {
+                st.counters.offered += 1;
                 st.counters.cancelled += 1;
                 st.counters.blocked_ns += start.elapsed().as_nanos() as u64;
                 return Push::Cancelled(item);
@@ -207,6 +210,7 @@ impl<T> BoundedQueue<T> {
                 .0;
             st.producer_waiting = false;
             if st.items.len() < self.capacity {
+                st.counters.offered += 1;
                 st.counters.blocked_ns += start.elapsed().as_nanos() as u64;
                 let pooled = self.accept(&mut st, item);
                 return Push::Enqueued(pooled);
@@ -222,14 +226,15 @@ impl<T> BoundedQueue<T> {
         let mut st = self.lock();
         let mut items = batch.drain(..);
         'items: while let Some(item) = items.next() {
-            st.counters.offered += 1;
             if st.items.len() < self.capacity {
+                st.counters.offered += 1;
                 if let Some(p) = self.accept(&mut st, item) {
                     spare.push(p);
                 }
                 continue;
             }
             if self.mode == QueueMode::Dropping {
+                st.counters.offered += 1;
                 st.counters.dropped += 1;
                 spare.push(item);
                 continue;
@@ -239,6 +244,7 @@ impl<T> BoundedQueue<T> {
             loop {
                 if abort() {
                     st.counters.blocked_ns += start.elapsed().as_nanos() as u64;
+                    st.counters.offered += 1;
                     st.counters.cancelled += 1;
                     spare.push(item);
                     for rest in items.by_ref() {
@@ -256,6 +262,7 @@ impl<T> BoundedQueue<T> {
                     .0;
                 st.producer_waiting = false;
                 if st.items.len() < self.capacity {
+                    st.counters.offered += 1;
                     st.counters.blocked_ns += start.elapsed().as_nanos() as u64;
                     if let Some(p) = self.accept(&mut st, item) {
                         spare.push(p);
@@ -529,6 +536,48 @@ mod tests {
         match q.push(vec![2u8], &never) {
             Push::Enqueued(Some(reused)) => assert_eq!(reused, vec![1u8]),
             other => panic!("{other:?}"),
+        }
+    }
+
+    /// A snapshot taken while a blocking push waits for space (the lock released) holds
+    /// the invariants: the waiting item is counted once its fate is decided.
+    #[test]
+    fn snapshot_while_a_push_waits_holds_the_invariants() {
+        for batched in [false, true] {
+            let q = Arc::new(BoundedQueue::new(1, QueueMode::Blocking, 0));
+            assert!(matches!(q.push(0u32, &never), Push::Enqueued(_)));
+            let producer = {
+                let q = q.clone();
+                std::thread::spawn(move || {
+                    if batched {
+                        let (mut batch, mut spare) = (vec![1u32, 2], vec![]);
+                        q.push_batch(&mut batch, &mut spare, &never);
+                    } else {
+                        q.push(1u32, &never);
+                    }
+                })
+            };
+            let t0 = Instant::now();
+            while q.counters().blocked_events == 0 {
+                assert!(t0.elapsed() < Duration::from_secs(5), "the push never blocked");
+                std::thread::yield_now();
+            }
+            let c = q.counters();
+            check_invariants(&c, 1);
+            assert_eq!((c.offered, c.enqueued, c.depth), (1, 1, 1), "{c:?}");
+            let want = if batched { vec![0, 1, 2] } else { vec![0, 1] };
+            let mut got = vec![];
+            while got.len() < want.len() {
+                if let Pop::Item(x) = q.pop(Duration::from_millis(50), None) {
+                    got.push(x);
+                    check_invariants(&q.counters(), 1);
+                }
+            }
+            producer.join().unwrap();
+            assert_eq!(got, want);
+            let c = q.counters();
+            assert_eq!(c.offered, want.len() as u64);
+            check_invariants(&c, 1);
         }
     }
 
