@@ -559,7 +559,10 @@ mod tests {
             };
             let t0 = Instant::now();
             while q.counters().blocked_events == 0 {
-                assert!(t0.elapsed() < Duration::from_secs(5), "the push never blocked");
+                assert!(
+                    t0.elapsed() < Duration::from_secs(5),
+                    "the push never blocked"
+                );
                 std::thread::yield_now();
             }
             let c = q.counters();
