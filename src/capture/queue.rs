@@ -58,7 +58,8 @@ pub struct QueueCounters {
     pub delivered: u64,
     /// Items a full dropping queue discarded.
     pub dropped: u64,
-    /// Items a blocking push gave up on because of a stop request.
+    /// Items a blocking push gave up on because of a stop request, and items offered
+    /// after [`BoundedQueue::finish`].
     pub cancelled: u64,
     /// Items cleared from the queue without being delivered.
     pub abandoned: u64,
@@ -79,7 +80,8 @@ pub enum Push<T> {
     Enqueued(Option<T>),
     /// The dropping queue was full; the item comes back.
     Dropped(T),
-    /// A blocking push was cancelled by `abort`; the item comes back.
+    /// A blocking push was cancelled by `abort`, or the queue was already finished; the
+    /// item comes back.
     Cancelled(T),
 }
 
@@ -180,9 +182,14 @@ impl<T> BoundedQueue<T> {
 
     /// Offer `item`. A dropping queue discards it when full; a blocking queue waits for
     /// space, re-checking `abort` at least every [`BLOCKED_RECHECK`], and gives the item
-    /// back as cancelled once `abort` returns true.
+    /// back as cancelled once `abort` returns true. A finished queue cancels every item.
     pub fn push(&self, item: T, abort: &dyn Fn() -> bool) -> Push<T> {
         let mut st = self.lock();
+        if st.producer_done {
+            st.counters.offered += 1;
+            st.counters.cancelled += 1;
+            return Push::Cancelled(item);
+        }
         if st.items.len() < self.capacity {
             st.counters.offered += 1;
             let pooled = self.accept(&mut st, item);
@@ -196,7 +203,8 @@ impl<T> BoundedQueue<T> {
         st.counters.blocked_events += 1;
         let start = Instant::now();
         loop {
-            if abort() {
+            // A queue finished while the push waited (a closed fan-out branch) takes nothing.
+            if st.producer_done || abort() {
                 st.counters.offered += 1;
                 st.counters.cancelled += 1;
                 st.counters.blocked_ns += start.elapsed().as_nanos() as u64;
@@ -209,7 +217,7 @@ impl<T> BoundedQueue<T> {
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
             st.producer_waiting = false;
-            if st.items.len() < self.capacity {
+            if !st.producer_done && st.items.len() < self.capacity {
                 st.counters.offered += 1;
                 st.counters.blocked_ns += start.elapsed().as_nanos() as u64;
                 let pooled = self.accept(&mut st, item);
@@ -221,11 +229,23 @@ impl<T> BoundedQueue<T> {
     /// Offer every item of `batch` in order under one lock, leaving `batch` empty. Items a
     /// dropping queue discards, items cancelled by `abort` (the one being offered and all
     /// after it) and pooled items for reuse (at most one per accepted item) go to `spare`.
-    /// A blocking queue waits for space as [`push`](Self::push) does.
+    /// A blocking queue waits for space as [`push`](Self::push) does; a finished queue
+    /// cancels every item.
     pub fn push_batch(&self, batch: &mut Vec<T>, spare: &mut Vec<T>, abort: &dyn Fn() -> bool) {
         let mut st = self.lock();
         let mut items = batch.drain(..);
         'items: while let Some(item) = items.next() {
+            if st.producer_done {
+                st.counters.offered += 1;
+                st.counters.cancelled += 1;
+                spare.push(item);
+                for rest in items.by_ref() {
+                    st.counters.offered += 1;
+                    st.counters.cancelled += 1;
+                    spare.push(rest);
+                }
+                break 'items;
+            }
             if st.items.len() < self.capacity {
                 st.counters.offered += 1;
                 if let Some(p) = self.accept(&mut st, item) {
@@ -242,7 +262,7 @@ impl<T> BoundedQueue<T> {
             st.counters.blocked_events += 1;
             let start = Instant::now();
             loop {
-                if abort() {
+                if st.producer_done || abort() {
                     st.counters.blocked_ns += start.elapsed().as_nanos() as u64;
                     st.counters.offered += 1;
                     st.counters.cancelled += 1;
@@ -261,7 +281,7 @@ impl<T> BoundedQueue<T> {
                     .unwrap_or_else(|e| e.into_inner())
                     .0;
                 st.producer_waiting = false;
-                if st.items.len() < self.capacity {
+                if !st.producer_done && st.items.len() < self.capacity {
                     st.counters.offered += 1;
                     st.counters.blocked_ns += start.elapsed().as_nanos() as u64;
                     if let Some(p) = self.accept(&mut st, item) {
@@ -328,11 +348,13 @@ impl<T> BoundedQueue<T> {
         n
     }
 
-    /// Mark the producer finished: a consumer sees [`Pop::Finished`] once the queue is empty.
+    /// Mark the producer finished: a consumer sees [`Pop::Finished`] once the queue is empty,
+    /// and any later (or waiting) push is cancelled.
     pub fn finish(&self) {
         let mut st = self.lock();
         st.producer_done = true;
         self.not_empty.notify_all();
+        self.not_full.notify_all();
     }
 
     /// Whether [`finish`](Self::finish) was called.
