@@ -307,6 +307,21 @@ def test_option_validation_names_option_and_allowed_values(kwargs, words):
         assert w in str(ei.value)
 
 
+@pytest.mark.parametrize("option", ["duration", "idle_timeout"])
+def test_huge_time_limits_never_panic(option):
+    """A finite number of seconds too large for a Duration is a ValueError naming the option;
+    one that fits but reaches past the clock's range is simply a limit never reached."""
+    with pytest.raises(ValueError, match=option) as ei:
+        paclo.capture(LO, filter="udp port 9", **{option: 1e20})
+    assert type(ei.value) is ValueError
+    cap = paclo.capture(LO, filter="udp port 9", **{option: 1e19})
+    assert wait_until(lambda: cap.stats()["timing"]["elapsed_ms"] >= 100, 5)
+    assert cap.state == "running" and cap.stats()["error"] is None
+    cap.close()
+    s = cap.stats()
+    assert (s["state"], s["stop_reason"], s["error"]) == ("closed", "closed", None)
+
+
 def test_device_and_path_are_exclusive(tmp_path):
     with pytest.raises(ValueError, match="either device= or path="):
         paclo.capture()

@@ -116,6 +116,14 @@ def test_reduce_validates_options():
         reduce_device(lambda a, p: a, 0, device="paclo-no-such-dev0", duration=0.1)
 
 
+def test_reduce_huge_time_limits_never_panic():
+    with pytest.raises(ValueError, match="duration") as ei:
+        reduce_device(lambda a, p: a, 0, device=LO, duration=1e20)
+    assert type(ei.value) is ValueError
+    acc, s = reduce_device(lambda a, p: a, 0, device=LO, filter="udp port 9", duration=1e19, idle_timeout=0.05, report=True)
+    assert (s["state"], s["stop_reason"], s["error"]) == ("closed", "idle_timeout", None)
+
+
 def _netns_available() -> bool:
     if shutil.which("unshare") is None or shutil.which("ip") is None:
         return False

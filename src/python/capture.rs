@@ -162,12 +162,31 @@ fn live_options(
     }
 }
 
-fn limits(limit: Option<u64>, duration: Option<f64>, idle_timeout: Option<f64>) -> Limits {
-    Limits {
+/// Seconds as a `Duration`; a value a `Duration` cannot hold (negative, NaN, too large) is
+/// a `ValueError` naming `option`.
+fn seconds(option: &str, value: Option<f64>) -> PyResult<Option<Duration>> {
+    value
+        .map(|v| {
+            Duration::try_from_secs_f64(v).map_err(|_| {
+                pyo3::exceptions::PyValueError::new_err(format!(
+                    "{option} must be None or a positive number of seconds up to {:e}, not {v:?}",
+                    Duration::MAX.as_secs_f64()
+                ))
+            })
+        })
+        .transpose()
+}
+
+fn limits(
+    limit: Option<u64>,
+    duration: Option<f64>,
+    idle_timeout: Option<f64>,
+) -> PyResult<Limits> {
+    Ok(Limits {
         max_packets: limit,
-        max_time: duration.map(Duration::from_secs_f64),
-        idle_timeout: idle_timeout.map(Duration::from_secs_f64),
-    }
+        max_time: seconds("duration", duration)?,
+        idle_timeout: seconds("idle_timeout", idle_timeout)?,
+    })
 }
 
 fn open_source(
@@ -445,6 +464,7 @@ fn open_capture(
 ) -> PyResult<Capture> {
     let mode = DecodeMode::parse(decode)?;
     let queue_mode = QueueMode::parse("queue_mode", queue_mode)?;
+    let limits = limits(limit, duration, idle_timeout)?;
     let opts = live_options(snaplen, promisc, timeout_ms, buffer_size, immediate);
     let handle = open_source(py, device.as_deref(), path, &opts, filter.as_deref())?;
     if let Some(f) = &on_ready {
@@ -455,7 +475,7 @@ fn open_capture(
     let config = ManagedConfig {
         queue_cap,
         queue_mode,
-        limits: limits(limit, duration, idle_timeout),
+        limits,
         wait_slice: Duration::from_millis(25),
     };
     let core = ManagedCapture::start(Box::new(handle), info, config)?;
@@ -507,6 +527,7 @@ fn reduce_device<'py>(
     report: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
     let mode = DecodeMode::parse(decode)?;
+    let limits = limits(limit, duration, idle_timeout)?;
     let opts = live_options(snaplen, promisc, timeout_ms, buffer_size, immediate);
     let mut handle = open_source(py, Some(&device), None, &opts, filter.as_deref())?;
     if let Some(f) = &on_ready {
@@ -518,7 +539,7 @@ fn reduce_device<'py>(
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0);
-    let mut clock = StopClock::new(limits(limit, duration, idle_timeout), started);
+    let mut clock = StopClock::new(limits, started);
     let (mut processed, mut decode_errors) = (0u64, 0u64);
     let mut acc = init;
     // `fatal` propagates whatever error_mode says (fn errors, KeyboardInterrupt);
