@@ -96,6 +96,10 @@ def test_bad_items_and_options(tmp_path):
         paclo.write_pcap(out, [{"data": b"x", "ts_ns": "now"}])
     with pytest.raises(ValueError, match="outside the range of a pcap file"):
         paclo.write_pcap(out, [{"data": b"x", "ts_ns": -5}])
+    with pytest.raises(ValueError, match="'wirelen' must be between 0 and 4294967295, not -5"):
+        paclo.write_pcap(out, [{"data": b"x", "ts_ns": 1, "wirelen": -5}])
+    with pytest.raises(ValueError, match="'len' must be between 0 and 4294967295, not 4294967296"):
+        paclo.write_pcap(out, [{"data": b"x", "ts_ns": 1, "len": 2**32}])
     with pytest.raises(ValueError, match="snaplen must be between 1 and 262144"):
         paclo.write_pcap(out, [], snaplen=0)
     with pytest.raises(ValueError, match="linktype must be between 0 and 65535"):

@@ -888,13 +888,20 @@ fn write_item(
             (None, None, None) => now_ns(),
         };
         let wirelen = match dict_int(d, "wirelen")? {
-            Some(n) => Some(n),
-            None => dict_int(d, "len")?,
+            Some(n) => Some(("wirelen", n)),
+            None => dict_int(d, "len")?.map(|n| ("len", n)),
+        };
+        let wirelen = match wirelen {
+            Some((key, n)) => Some(u32::try_from(n).map_err(|_| {
+                PyValueError::new_err(format!(
+                    "packet dict key '{key}' must be between 0 and {}, not {n}",
+                    u32::MAX
+                ))
+            })?),
+            None => None,
         };
         return with_buffer(&data, "packet dict 'data'", |b| {
-            let wl = wirelen
-                .and_then(|n| u32::try_from(n).ok())
-                .unwrap_or(b.len() as u32);
+            let wl = wirelen.unwrap_or(b.len() as u32);
             w.write_packet(ts, b, wl)
         })?
         .map_err(PyErr::from);
