@@ -10,8 +10,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use pyo3::exceptions::PyRuntimeError;
+use pyo3::gc::PyVisit;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::PyTraverseError;
 
 use super::common::{to_python, DecodeMode};
 use super::error::CaptureError;
@@ -217,15 +219,36 @@ struct Consumer {
     recycle: Option<OwnedPacket>,
 }
 
+/// The user callbacks of a capture, behind a lock so the garbage collector can clear them
+/// (a callback that refers back to its capture makes a reference cycle).
+#[derive(Default)]
+struct Hooks {
+    stop_when: Option<Py<PyAny>>,
+    on_stats: Option<Py<PyAny>>,
+    on_queue_stats: Option<Py<PyAny>>,
+    on_error: Option<Py<PyAny>>,
+}
+
+impl Hooks {
+    fn clone_ref(&self, py: Python<'_>) -> Hooks {
+        let c = |h: &Option<Py<PyAny>>| h.as_ref().map(|f| f.clone_ref(py));
+        Hooks {
+            stop_when: c(&self.stop_when),
+            on_stats: c(&self.on_stats),
+            on_queue_stats: c(&self.on_queue_stats),
+            on_error: c(&self.on_error),
+        }
+    }
+}
+
 /// A managed live (or file) capture: an iterator for one consumer, a context manager.
 #[pyclass(module = "paclo", name = "Capture", frozen)]
 pub struct Capture {
     core: ManagedCapture,
     mode: DecodeMode,
-    stop_when: Option<Py<PyAny>>,
-    on_stats: Option<Py<PyAny>>,
-    on_queue_stats: Option<Py<PyAny>>,
-    on_error: Option<Py<PyAny>>,
+    /// Never held while Python code runs: callers take new references and release it.
+    hooks: Mutex<Hooks>,
+    has_stop_when: bool,
     raise_errors: bool,
     consumer: Mutex<Consumer>,
     finalized: AtomicBool,
@@ -233,22 +256,31 @@ pub struct Capture {
 }
 
 impl Capture {
+    /// New references to the callbacks (empty once the garbage collector cleared them).
+    fn hooks(&self, py: Python<'_>) -> Hooks {
+        self.hooks
+            .lock()
+            .map(|h| h.clone_ref(py))
+            .unwrap_or_default()
+    }
+
     /// Run the end-of-capture hooks once, after the thread has finished.
     fn finalize(&self, py: Python<'_>) {
         if !self.core.is_done() || self.finalized.swap(true, Ordering::AcqRel) {
             return;
         }
+        let hooks = self.hooks(py);
         let s = self.core.stats();
         if let Ok(Some(p)) = pcap_dict(py, s.pcap) {
-            call_hook(py, &self.on_stats, p.into_any(), &self.on_error);
+            call_hook(py, &hooks.on_stats, p.into_any(), &hooks.on_error);
         }
         if let Ok(q) = queue_dict(py, s.queue_mode.as_str(), s.queue_capacity, &s.queue) {
-            call_hook(py, &self.on_queue_stats, q.into_any(), &self.on_error);
+            call_hook(py, &hooks.on_queue_stats, q.into_any(), &hooks.on_error);
         }
-        if let (Some(e), Some(_)) = (&s.error, &self.on_error) {
+        if let (Some(e), Some(_)) = (&s.error, &hooks.on_error) {
             report_error(
                 py,
-                &self.on_error,
+                &hooks.on_error,
                 CaptureError::new_err(format!("capture failed: {}", e.message)),
             );
         }
@@ -293,7 +325,7 @@ impl Capture {
 
     /// Hand the queue to a fan-out; the capture itself can no longer be iterated.
     pub(crate) fn take_for_fanout(&self) -> PyResult<()> {
-        if self.stop_when.is_some() {
+        if self.has_stop_when {
             return Err(pyo3::exceptions::PyValueError::new_err(
                 "fan_out needs a capture without stop_when (stop_when runs in the single consumer)",
             ));
@@ -316,6 +348,24 @@ impl Capture {
 
 #[pymethods]
 impl Capture {
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        // The lock is only taken with the GIL held and released before any Python code
+        // runs, so it is free whenever the collector traverses.
+        if let Ok(h) = self.hooks.try_lock() {
+            visit.call(&h.stop_when)?;
+            visit.call(&h.on_stats)?;
+            visit.call(&h.on_queue_stats)?;
+            visit.call(&h.on_error)?;
+        }
+        Ok(())
+    }
+
+    fn __clear__(&self) {
+        // Dropped after the lock is released: a callback's destructor may run Python code.
+        let hooks = self.hooks.lock().map(|mut h| std::mem::take(&mut *h));
+        drop(hooks);
+    }
+
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
         slf
     }
@@ -352,7 +402,15 @@ impl Capture {
                     consumer.recycle = Some(pkt);
                     let (obj, decode_error) = converted?;
                     self.core.count_processed(decode_error);
-                    if let Some(pred) = &self.stop_when {
+                    let pred = if self.has_stop_when {
+                        self.hooks
+                            .lock()
+                            .ok()
+                            .and_then(|h| h.stop_when.as_ref().map(|f| f.clone_ref(py)))
+                    } else {
+                        None
+                    };
+                    if let Some(pred) = &pred {
                         let matched = pred.call1(py, (obj.clone(),)).and_then(|r| r.is_truthy(py));
                         match matched {
                             Ok(true) => {
@@ -482,10 +540,13 @@ fn open_capture(
     Ok(Capture {
         core,
         mode,
-        stop_when,
-        on_stats,
-        on_queue_stats,
-        on_error,
+        has_stop_when: stop_when.is_some(),
+        hooks: Mutex::new(Hooks {
+            stop_when,
+            on_stats,
+            on_queue_stats,
+            on_error,
+        }),
         raise_errors: error_mode != "pass",
         consumer: Mutex::new(Consumer {
             finished: false,
@@ -786,6 +847,10 @@ fn fan_stats<'py>(
 
 #[pymethods]
 impl FanOut {
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.capture)
+    }
+
     /// The iterator of branch `name` (each branch may be acquired once).
     fn branch(slf: &Bound<'_, Self>, name: &str) -> PyResult<FanOutBranch> {
         let this = slf.get();
@@ -848,6 +913,10 @@ pub struct FanOutBranch {
 
 #[pymethods]
 impl FanOutBranch {
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.fanout)
+    }
+
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
         slf
     }
