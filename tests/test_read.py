@@ -129,6 +129,11 @@ def test_limit(tmp_path):
         paclo.read(p, limit=-1)
     with pytest.raises(TypeError, match="limit"):
         paclo.read(p, limit="3")
+    with pytest.raises(ValueError, match="limit must be a non-negative integer up to 9223372036854775807"):
+        paclo.read(p, limit=2**63)
+    with pytest.raises(ValueError, match="limit must be a non-negative integer up to 9223372036854775807"):
+        paclo.reduce(lambda a, x: a, 0, path=p, limit=2**64)
+    assert len(list(paclo.read(p, limit=2**63 - 1))) == 3
 
 
 def test_filter_string_and_dsl(tmp_path):
