@@ -483,6 +483,10 @@ def test_capture_over_a_file_runs_the_managed_lifecycle(tmp_path):
     assert s["packets"]["captured"] == 25 and s["queue"]["blocked_events"] > 0
     # A filter applies to files too.
     assert len(list(paclo.capture(path=path, filter="len > 70"))) == 14
+    # Any path form paclo.read takes: str, os.PathLike, bytes.
+    assert len(list(paclo.capture(path=str(path)))) == len(list(paclo.capture(path=os.fsencode(path)))) == 25
+    with pytest.raises(TypeError, match="path must be a str or os.PathLike"):
+        paclo.capture(path=3)
 
 
 def test_stats_readable_after_close_and_frozen():

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from . import _paclo
+from ._io import _fspath
 from .bpf import normalize_filter
 
 __all__ = ["Capture", "FanOut", "capture", "devices", "fan_out", "libpcap_version"]
@@ -154,7 +155,7 @@ def capture(
     if device is None and path is None:
         raise ValueError("capture requires either device= or path=")
     if path is not None:
-        path = os.fspath(path)
+        path = _fspath(path)
         live = {"snaplen": 65535, "promisc": True, "timeout_ms": 10, "buffer_size": None, "immediate": None}
         _check_int("snaplen", snaplen, 1, _MAX_SNAPLEN)
         _check_int("timeout_ms", timeout_ms, 1, _INT_MAX)
