@@ -553,8 +553,16 @@ impl FileLoop {
     }
 
     /// Handle an error from `next`: a truncated last record warns and ends the read
-    /// (`Ok`), or with `strict` fails; any other error is raised.
-    fn on_error(&mut self, py: Python<'_>, e: Error, strict: bool) -> PyResult<()> {
+    /// (`Ok`), or with `strict` fails; any other error is raised. `stacklevel` 1 names the
+    /// Python line that called into the extension (the loop over a `Reader`), 2 the line
+    /// above it (the caller of `paclo.reduce`).
+    fn on_error(
+        &mut self,
+        py: Python<'_>,
+        e: Error,
+        strict: bool,
+        stacklevel: i32,
+    ) -> PyResult<()> {
         if !matches!(e, Error::Truncated { .. }) {
             return Err(e.into());
         }
@@ -565,7 +573,12 @@ impl FileLoop {
         let message = format!("{e}; {} packets were read before it", self.stats.processed);
         self.end("eof");
         let message = CString::new(message).unwrap_or_default();
-        PyErr::warn(py, &py.get_type::<TruncatedCaptureWarning>(), &message, 2)
+        PyErr::warn(
+            py,
+            &py.get_type::<TruncatedCaptureWarning>(),
+            &message,
+            stacklevel,
+        )
     }
 }
 
@@ -614,7 +627,7 @@ impl Reader {
             Ok(Next::End | Next::Pending) => return Ok(None),
             Err(e) => e,
         };
-        l.on_error(py, err, strict)?;
+        l.on_error(py, err, strict, 1)?;
         Ok(None)
     }
 
@@ -770,7 +783,7 @@ fn reduce_path<'py>(
             Ok(Next::End | Next::Pending) => break,
             Err(e) => e,
         };
-        l.on_error(py, err, strict)?;
+        l.on_error(py, err, strict, 2)?;
         break;
     }
     let stats = l.stats.to_dict(py)?;
