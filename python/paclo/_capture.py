@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import warnings
 from collections.abc import Callable
 from typing import Any, Literal
@@ -82,6 +83,16 @@ def _check_device(value: Any) -> str:
     return value
 
 
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` (seen from the caller of this function) of the first frame outside
+    the paclo package: warnings then name the user's line, whichever entry point led here."""
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    level, frame = 1, sys._getframe(1)
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def _live_options(
     device: str,
     *,
@@ -108,7 +119,7 @@ def _live_options(
                 f"snaplen-sized slot per packet), so bursts will be dropped; use a smaller snaplen "
                 f"(e.g. 2048), a larger buffer_size, or immediate=None",
                 RuntimeWarning,
-                stacklevel=3,
+                stacklevel=_user_stacklevel(),
             )
     return {
         "snaplen": snaplen,
