@@ -98,3 +98,28 @@ def test_native_loop_allocations_do_not_grow_with_packets(tmp_path):
             deltas.append(a1 - a0)
         assert deltas[1] <= deltas[0] + 2 and deltas[3] <= deltas[2] + 2, (flt, deltas)
         assert max(deltas) < 100, (flt, deltas)
+
+
+def test_generate_is_interruptible(tmp_path):
+    """Ctrl-C (here a SIGALRM handler raising KeyboardInterrupt) stops a long generation
+    from inside the native loop, and no partial dataset is left behind. ``list.extend`` over
+    ``map`` calls the native generator and consumes its result in C, so a generation that
+    ran to the end before the interrupt surfaced would leave its result in ``out``."""
+    import signal
+
+    p = tmp_path / "big.pcap"
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    out: list = []
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.005)
+        with pytest.raises(KeyboardInterrupt):
+            out.extend(map(_paclo.generate_dataset, ["udp-64"], [1_000_000], [str(p)]))
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert out == []
+    assert not p.exists()

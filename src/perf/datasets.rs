@@ -187,6 +187,26 @@ pub struct Dataset {
 /// [`Error::InvalidArgument`] for a count whose size overflows 64 bits; I/O errors of `path`;
 /// [`Error::Io`] if the written size is not the expected one.
 pub fn generate(case: Case, count: u64, path: impl AsRef<Path>) -> Result<Dataset> {
+    let d = generate_interruptible(case, count, path, &mut || false)?;
+    // Never interrupted, so a dataset is always there.
+    d.ok_or_else(|| Error::InvalidArgument("dataset generation was interrupted".into()))
+}
+
+/// Packets written between two calls of the `interrupted` check of
+/// [`generate_interruptible`].
+pub const CHECK_EVERY: u64 = 1 << 16;
+
+/// As [`generate`], asking `interrupted` every [`CHECK_EVERY`] packets whether to stop; when
+/// it says so, the partial file is removed and the result is `Ok(None)`.
+///
+/// # Errors
+/// As [`generate`].
+pub fn generate_interruptible(
+    case: Case,
+    count: u64,
+    path: impl AsRef<Path>,
+    interrupted: &mut dyn FnMut() -> bool,
+) -> Result<Option<Dataset>> {
     let path = path.as_ref();
     let expected = case.expected_file_size(count)?;
     let udp = frame(64, Traffic::Udp)?;
@@ -194,6 +214,11 @@ pub fn generate(case: Case, count: u64, path: impl AsRef<Path>) -> Result<Datase
     let mut w = PcapWriter::create(path, LINKTYPE, SNAPLEN, false)?;
     let mut bytes = 0;
     for i in 0..count {
+        if i % CHECK_EVERY == CHECK_EVERY - 1 && interrupted() {
+            drop(w);
+            let _ = std::fs::remove_file(path);
+            return Ok(None);
+        }
         let data = match case.frame_kind(i).1 {
             Traffic::Udp => &udp,
             Traffic::Tcp => &tcp,
@@ -211,11 +236,11 @@ pub fn generate(case: Case, count: u64, path: impl AsRef<Path>) -> Result<Datase
             )),
         });
     }
-    Ok(Dataset {
+    Ok(Some(Dataset {
         packets: count,
         bytes,
         file_size,
-    })
+    }))
 }
 
 #[cfg(test)]
@@ -281,6 +306,19 @@ mod tests {
         assert_eq!(Case::Mixed.expected_bytes(3).unwrap(), 2 * 64 + 512);
         assert!(Case::Tcp512.expected_bytes(u64::MAX / 256).is_err());
         assert!(Case::Udp64.expected_file_size(u64::MAX / 80).is_err());
+    }
+
+    #[test]
+    fn generation_stops_when_interrupted_and_removes_the_file() {
+        let path = std::env::temp_dir().join(format!("paclo-ds-int-{}.pcap", std::process::id()));
+        let mut asked = 0;
+        let d = generate_interruptible(Case::Udp64, 10 * CHECK_EVERY, &path, &mut || {
+            asked += 1;
+            asked == 3
+        })
+        .unwrap();
+        assert_eq!((d, asked), (None, 3));
+        assert!(!path.exists());
         assert_eq!(Case::parse("tcp-512").unwrap(), Case::Tcp512);
     }
 }
