@@ -140,3 +140,43 @@ def test_overwrite_the_file_being_read(tmp_path):
     assert n == 199
     assert first.data == recs[0].data
     assert rows(p) == before[1:]
+
+
+def test_write_all_is_interruptible(tmp_path):
+    """Ctrl-C (a SIGALRM handler raising KeyboardInterrupt) stops write_all over a native
+    iterator (a Reader), where no Python code runs between packets. ``list.extend`` over
+    ``map`` calls write_all from C, so a copy that ran to the end before the interrupt
+    surfaced would leave its count in ``out``."""
+    import signal
+
+    from paclo.perf import datasets
+
+    src = tmp_path / "src.pcap"
+    datasets.generate("udp-64", 1_000_000, src)
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    out: list = []
+    w = paclo.PcapWriter(tmp_path / "copy.pcap")
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.005)
+        with pytest.raises(KeyboardInterrupt):
+            out.extend(map(w.write_all, [paclo.read(src)]))
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        w.close()
+    assert out == []
+    assert 0 < w.count < 1_000_000
+
+
+def test_write_all_count_includes_items_written_before_an_error(tmp_path):
+    p = tmp_path / "partial.pcap"
+    w = paclo.PcapWriter(p)
+    with pytest.raises(TypeError, match="bytes-like"):
+        w.write_all([{"data": b"a", "ts_ns": 1}, {"data": b"b", "ts_ns": 2}, 123])
+    assert w.count == 2
+    w.close()
+    assert [x.data for x in paclo.read(p)] == [b"a", b"b"]

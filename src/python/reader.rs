@@ -965,7 +965,9 @@ impl PyPcapWriter {
         Ok(())
     }
 
-    /// Write every item of an iterable; returns how many were written.
+    /// Write every item of an iterable; returns how many were written. Checks for signals
+    /// (Ctrl-C) every 65,536 items: a native iterator (a `Reader`) runs no Python code that
+    /// would. On an error, `count` still includes the items written before it.
     fn write_all(&mut self, py: Python<'_>, packets: &Bound<'_, PyAny>) -> PyResult<u64> {
         let Some(w) = self.inner.as_mut() else {
             return Err(PyValueError::new_err("write to a closed PcapWriter"));
@@ -974,8 +976,11 @@ impl PyPcapWriter {
         for item in packets.try_iter()? {
             write_item(py, w, self.linktype, &item?, None)?;
             n += 1;
+            self.count += 1;
+            if n % SIGNAL_CHECK_EVERY == 0 {
+                py.check_signals()?;
+            }
         }
-        self.count += n;
         Ok(n)
     }
 
