@@ -405,6 +405,36 @@ def _many_rejected_then_one_tcp(tmp_path: pathlib.Path, n: int = 4_000_000) -> p
     return write(tmp_path, "scan.pcap", classic([]) + rec * n + last)
 
 
+def test_signal_interrupts_a_reader_consumed_from_c(tmp_path):
+    """``list(paclo.read(big))`` runs no Python code between packets, so the reader itself
+    checks for signals now and then; the interrupted reader stays open and resumes."""
+    import signal
+
+    from paclo.perf import datasets
+
+    p = tmp_path / "big.pcap"
+    datasets.generate("udp-64", 1_000_000, p)
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    got: list = []
+    r = paclo.read(p)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.005)
+        with pytest.raises(KeyboardInterrupt):
+            got.extend(r)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert 0 < len(got) < 1_000_000
+    assert r.stats()["stop_reason"] is None
+    n = len(got)
+    del got
+    assert sum(1 for _ in r) == 1_000_000 - n
+
+
 @pytest.mark.parametrize("how", ["reader", "reduce", "count_packets"])
 def test_signal_interrupts_a_long_filtered_scan(tmp_path, how):
     """A filter that rejects a long run of records does not hold off Ctrl-C until it finds a

@@ -614,6 +614,10 @@ impl Reader {
         let (Some(l), Some(handle)) = (self.inner.as_mut(), self.handle.as_ref()) else {
             return Ok(None);
         };
+        // A consumer in C (`list(reader)`) runs no Python code that would notice Ctrl-C.
+        if l.stats.processed % SIGNAL_CHECK_EVERY == 0 && l.stats.processed != 0 {
+            py.check_signals()?;
+        }
         let err = match l.next_interruptible(py)? {
             Ok(Next::Packet(r)) => {
                 let map = l.reader.shared_map();
