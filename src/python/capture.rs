@@ -217,7 +217,13 @@ struct Consumer {
     finished: bool,
     matched: bool,
     recycle: Option<OwnedPacket>,
+    /// Calls of `__next__`, to check for signals every [`SIGNAL_CHECK_EVERY`].
+    calls: u64,
 }
+
+/// Packets taken back to back between two checks for signals: a consumer written in C
+/// (`list(capture)`) runs no Python code that would notice Ctrl-C.
+const SIGNAL_CHECK_EVERY: u64 = 1024;
 
 /// The user callbacks of a capture, behind a lock so the garbage collector can clear them
 /// (a callback that refers back to its capture makes a reference cycle).
@@ -389,6 +395,14 @@ impl Capture {
             self.core.clear_queue();
             return self.end(py, consumer);
         }
+        consumer.calls += 1;
+        if consumer.calls % SIGNAL_CHECK_EVERY == 0 {
+            if let Err(e) = py.check_signals() {
+                consumer.finished = true;
+                let _ = self.close_blocking(py);
+                return Err(e);
+            }
+        }
         loop {
             let recycle = consumer.recycle.take();
             // A packet already queued is taken without releasing the GIL; only a wait releases it.
@@ -552,6 +566,7 @@ fn open_capture(
             finished: false,
             matched: false,
             recycle: None,
+            calls: 0,
         }),
         finalized: AtomicBool::new(false),
         fanned_out: AtomicBool::new(false),
@@ -868,7 +883,7 @@ impl FanOut {
         Ok(FanOutBranch {
             fanout: slf.clone().unbind(),
             idx,
-            consumer: Mutex::new(false),
+            consumer: Mutex::new((false, 0)),
         })
     }
 
@@ -908,7 +923,8 @@ impl FanOut {
 pub struct FanOutBranch {
     fanout: Py<FanOut>,
     idx: usize,
-    consumer: Mutex<bool>,
+    /// (finished, calls of `__next__`).
+    consumer: Mutex<(bool, u64)>,
 }
 
 #[pymethods]
@@ -923,13 +939,22 @@ impl FanOutBranch {
 
     fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         let fan = self.fanout.get();
-        let mut finished = self.consumer.try_lock().map_err(|_| {
+        let mut guard = self.consumer.try_lock().map_err(|_| {
             PyRuntimeError::new_err(
                 "a fan_out branch has a single consumer; it is being iterated elsewhere",
             )
         })?;
+        let (finished, calls) = &mut *guard;
         if *finished {
             return Ok(None);
+        }
+        *calls += 1;
+        if *calls % SIGNAL_CHECK_EVERY == 0 {
+            if let Err(e) = py.check_signals() {
+                *finished = true;
+                let _ = fan.close_all(py);
+                return Err(e);
+            }
         }
         loop {
             let popped = match fan.core.pop(self.idx, Duration::ZERO) {
