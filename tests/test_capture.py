@@ -374,27 +374,17 @@ def test_ctrl_c_raises_keyboard_interrupt_promptly_and_closes():
 def test_ctrl_c_reaches_a_consumer_written_in_c(tmp_path):
     """``list(cap)`` takes queued packets back to back with no Python code in between; the
     capture itself notices the signal, raises KeyboardInterrupt and closes."""
+    from _foundation_util import keyboard_interrupt_after
     from paclo.perf import datasets
 
     path = tmp_path / "big.pcap"
     datasets.generate("udp-64", 1_000_000, path)
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGALRM, interrupt)
     got: list = []
-    cap = paclo.capture(path=path, queue_cap=65536)
-    try:
+    with paclo.capture(path=path, queue_cap=65536) as cap:
         # Let the queue fill so the consumer never waits.
         assert wait_until(lambda: cap.stats()["queue"]["depth"] == 65536, 10)
-        signal.setitimer(signal.ITIMER_REAL, 0.005)
-        with pytest.raises(KeyboardInterrupt):
+        with keyboard_interrupt_after(0.005), pytest.raises(KeyboardInterrupt):
             got.extend(cap)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-        cap.close()
     assert 0 < len(got) < 1_000_000
     assert cap.stats()["stop_reason"] == "closed"
 

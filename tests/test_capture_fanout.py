@@ -182,28 +182,16 @@ def test_fan_out_errors():
 def test_ctrl_c_reaches_a_branch_consumer_written_in_c(tmp_path):
     """``list(branch)`` runs no Python code between packets; the branch notices the signal,
     raises KeyboardInterrupt and closes the fan-out and the capture."""
-    import signal
-
+    from _foundation_util import keyboard_interrupt_after
     from paclo.perf import datasets
 
     path = tmp_path / "big.pcap"
     datasets.generate("udp-64", 1_000_000, path)
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGALRM, interrupt)
     got: list = []
     cap = paclo.capture(path=path, queue_cap=65536)
-    fo = paclo.fan_out(cap, branches={"a": {"mode": "blocking", "cap": 65536}, "b": {"mode": "dropping", "cap": 1}})
-    try:
+    with paclo.fan_out(cap, branches={"a": {"mode": "blocking", "cap": 65536}, "b": {"mode": "dropping", "cap": 1}}) as fo:
         assert wait_until(lambda: fo.stats()["branches"]["a"]["buffer"]["depth"] == 65536, 10)
-        signal.setitimer(signal.ITIMER_REAL, 0.005)
-        with pytest.raises(KeyboardInterrupt):
+        with keyboard_interrupt_after(0.005), pytest.raises(KeyboardInterrupt):
             got.extend(fo["a"])
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-        fo.close()
     assert 0 < len(got) < 1_000_000
     assert fo.stats()["stop_reason"] == "closed" and cap.state == "closed"

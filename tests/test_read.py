@@ -10,7 +10,7 @@ import pytest
 
 import paclo
 from paclo import _paclo
-from _foundation_util import Ng, Rec, classic, tcp_frame, udp_frame
+from _foundation_util import Ng, Rec, classic, keyboard_interrupt_after, tcp_frame, udp_frame
 
 RECS = [
     Rec(1_700_000_000_123_456_789, udp_frame(53, b"abc")),
@@ -408,26 +408,14 @@ def _many_rejected_then_one_tcp(tmp_path: pathlib.Path, n: int = 4_000_000) -> p
 def test_signal_interrupts_a_reader_consumed_from_c(tmp_path):
     """``list(paclo.read(big))`` runs no Python code between packets, so the reader itself
     checks for signals now and then; the interrupted reader stays open and resumes."""
-    import signal
-
     from paclo.perf import datasets
 
     p = tmp_path / "big.pcap"
     datasets.generate("udp-64", 1_000_000, p)
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGALRM, interrupt)
     got: list = []
     r = paclo.read(p)
-    try:
-        signal.setitimer(signal.ITIMER_REAL, 0.005)
-        with pytest.raises(KeyboardInterrupt):
-            got.extend(r)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    with keyboard_interrupt_after(0.005), pytest.raises(KeyboardInterrupt):
+        got.extend(r)
     assert 0 < len(got) < 1_000_000
     assert r.stats()["stop_reason"] is None
     n = len(got)
@@ -442,28 +430,17 @@ def test_signal_interrupts_a_long_filtered_scan(tmp_path, how):
     in C (list.extend, list.append, map) observe whether the matching last packet was
     reached before the interrupt surfaced."""
     import functools
-    import signal
 
     p = _many_rejected_then_one_tcp(tmp_path)
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGALRM, interrupt)
     got: list = []
     r = paclo.read(p, filter="tcp")
-    try:
-        signal.setitimer(signal.ITIMER_REAL, 0.005)
-        with pytest.raises(KeyboardInterrupt):
-            if how == "reader":
-                got.extend(r)
-            elif how == "reduce":
-                paclo.reduce(list.append, got, path=p, filter="tcp")
-            else:
-                got.extend(map(functools.partial(_paclo.count_packets, filter="tcp"), [str(p)]))
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    with keyboard_interrupt_after(0.005), pytest.raises(KeyboardInterrupt):
+        if how == "reader":
+            got.extend(r)
+        elif how == "reduce":
+            paclo.reduce(list.append, got, path=p, filter="tcp")
+        else:
+            got.extend(map(functools.partial(_paclo.count_packets, filter="tcp"), [str(p)]))
     assert got == []
     if how == "reader":
         # Interrupted mid-file, the reader is still open and can go on to the match.

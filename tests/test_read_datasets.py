@@ -105,21 +105,11 @@ def test_generate_is_interruptible(tmp_path):
     from inside the native loop, and no partial dataset is left behind. ``list.extend`` over
     ``map`` calls the native generator and consumes its result in C, so a generation that
     ran to the end before the interrupt surfaced would leave its result in ``out``."""
-    import signal
+    from _foundation_util import keyboard_interrupt_after
 
     p = tmp_path / "big.pcap"
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGALRM, interrupt)
     out: list = []
-    try:
-        signal.setitimer(signal.ITIMER_REAL, 0.005)
-        with pytest.raises(KeyboardInterrupt):
-            out.extend(map(_paclo.generate_dataset, ["udp-64"], [1_000_000], [str(p)]))
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    with keyboard_interrupt_after(0.005), pytest.raises(KeyboardInterrupt):
+        out.extend(map(_paclo.generate_dataset, ["udp-64"], [1_000_000], [str(p)]))
     assert out == []
     assert not p.exists()

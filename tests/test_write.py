@@ -147,27 +147,15 @@ def test_write_all_is_interruptible(tmp_path):
     iterator (a Reader), where no Python code runs between packets. ``list.extend`` over
     ``map`` calls write_all from C, so a copy that ran to the end before the interrupt
     surfaced would leave its count in ``out``."""
-    import signal
-
+    from _foundation_util import keyboard_interrupt_after
     from paclo.perf import datasets
 
     src = tmp_path / "src.pcap"
     datasets.generate("udp-64", 1_000_000, src)
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGALRM, interrupt)
     out: list = []
-    w = paclo.PcapWriter(tmp_path / "copy.pcap")
-    try:
-        signal.setitimer(signal.ITIMER_REAL, 0.005)
-        with pytest.raises(KeyboardInterrupt):
+    with paclo.PcapWriter(tmp_path / "copy.pcap") as w:
+        with keyboard_interrupt_after(0.005), pytest.raises(KeyboardInterrupt):
             out.extend(map(w.write_all, [paclo.read(src)]))
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-        w.close()
     assert out == []
     assert 0 < w.count < 1_000_000
 
