@@ -3,8 +3,11 @@ and a ctypes loop over libpcap's own reader for cross-checks."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
+import gc
+import signal
 import struct
 from dataclasses import dataclass
 
@@ -139,3 +142,26 @@ def libpcap_read(path: str) -> tuple[list[tuple[int, int, int, bytes]], int]:
         return out, lib.pcap_datalink(handle)
     finally:
         lib.pcap_close(handle)
+
+
+@contextlib.contextmanager
+def keyboard_interrupt_after(seconds: float):
+    """Raise KeyboardInterrupt from a SIGALRM handler ``seconds`` from now: Ctrl-C without
+    another thread (which could not run while native code holds the GIL). The garbage
+    collector is paused meanwhile, so the handler cannot run inside a gc callback (as
+    Hypothesis installs), where Python would ignore the exception."""
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if gc_was_enabled:
+            gc.enable()

@@ -79,7 +79,7 @@ def test_errors(form, message):
     assert str(e.value).startswith(message)
 
 
-@pytest.mark.parametrize("port", ["abc", "5x", "", " 53", True, None, "5.3"])
+@pytest.mark.parametrize("port", ["abc", "5x", "", " 53", True, None, "5.3", float("inf"), float("-inf"), float("nan")])
 def test_bad_port(port):
     with pytest.raises(ValueError, match="invalid port"):
         paclo.bpf(("port", port))

@@ -307,6 +307,21 @@ def test_option_validation_names_option_and_allowed_values(kwargs, words):
         assert w in str(ei.value)
 
 
+@pytest.mark.parametrize("option", ["duration", "idle_timeout"])
+def test_huge_time_limits_never_panic(option):
+    """A finite number of seconds too large for a Duration is a ValueError naming the option;
+    one that fits but reaches past the clock's range is simply a limit never reached."""
+    with pytest.raises(ValueError, match=option) as ei:
+        paclo.capture(LO, filter="udp port 9", **{option: 1e20})
+    assert type(ei.value) is ValueError
+    cap = paclo.capture(LO, filter="udp port 9", **{option: 1e19})
+    assert wait_until(lambda: cap.stats()["timing"]["elapsed_ms"] >= 100, 5)
+    assert cap.state == "running" and cap.stats()["error"] is None
+    cap.close()
+    s = cap.stats()
+    assert (s["state"], s["stop_reason"], s["error"]) == ("closed", "closed", None)
+
+
 def test_device_and_path_are_exclusive(tmp_path):
     with pytest.raises(ValueError, match="either device= or path="):
         paclo.capture()
@@ -356,6 +371,24 @@ def test_ctrl_c_raises_keyboard_interrupt_promptly_and_closes():
     assert cap.stats()["stop_reason"] == "closed"
 
 
+def test_ctrl_c_reaches_a_consumer_written_in_c(tmp_path):
+    """``list(cap)`` takes queued packets back to back with no Python code in between; the
+    capture itself notices the signal, raises KeyboardInterrupt and closes."""
+    from _foundation_util import keyboard_interrupt_after
+    from paclo.perf import datasets
+
+    path = tmp_path / "big.pcap"
+    datasets.generate("udp-64", 1_000_000, path)
+    got: list = []
+    with paclo.capture(path=path, queue_cap=65536) as cap:
+        # Let the queue fill so the consumer never waits.
+        assert wait_until(lambda: cap.stats()["queue"]["depth"] == 65536, 10)
+        with keyboard_interrupt_after(0.005), pytest.raises(KeyboardInterrupt):
+            got.extend(cap)
+    assert 0 < len(got) < 1_000_000
+    assert cap.stats()["stop_reason"] == "closed"
+
+
 def test_single_consumer_is_enforced():
     with Receiver() as rx:
         cap = paclo.capture(LO, filter=rx.filter, duration=0.5)
@@ -376,10 +409,52 @@ def test_single_consumer_is_enforced():
 
 
 def test_abandoned_capture_is_collected_and_closed():
+    gc.collect()  # captures abandoned by earlier tests must not close during the count
     base_threads, base_fds = thread_count(), fd_count()
     cap = paclo.capture(LO, filter="udp port 9")
     assert thread_count() == base_threads + 1
     del cap
+    gc.collect()
+    assert wait_until(lambda: thread_count() == base_threads, timeout=2)
+    assert fd_count() == base_fds
+
+
+def _abandon_capture_in_a_cycle(**options) -> None:
+    """Start a capture whose callback refers back to it (a closure over a local), then drop
+    every outside reference: only the garbage collector can free it."""
+    holder: dict = {}
+
+    def hook(*_args):
+        return holder["cap"].state == "failed"
+
+    holder["cap"] = paclo.capture(LO, filter="udp port 9", **{k: hook for k in options})
+
+
+@pytest.mark.parametrize("hook", ["stop_when", "on_stats", "on_queue_stats", "on_error"])
+def test_abandoned_capture_in_a_reference_cycle_is_collected_and_closed(hook):
+    """A callback that refers back to its capture (a common closure) makes a reference cycle;
+    the garbage collector still finds it, stops the thread and closes the handle."""
+    gc.collect()
+    base_threads, base_fds = thread_count(), fd_count()
+    _abandon_capture_in_a_cycle(**{hook: True})
+    assert thread_count() == base_threads + 1
+    gc.collect()
+    assert wait_until(lambda: thread_count() == base_threads, timeout=2)
+    assert fd_count() == base_fds
+
+
+def _abandon_fan_out_in_a_cycle() -> None:
+    holder: dict = {}
+    cap = paclo.capture(LO, filter="udp port 9", on_error=lambda e: holder)
+    holder["fo"] = paclo.fan_out(cap, branches={"a": {"mode": "blocking"}, "b": {"mode": "dropping"}})
+    holder["a"] = holder["fo"]["a"]
+
+
+def test_fan_out_in_a_reference_cycle_is_collected_and_closed():
+    gc.collect()
+    base_threads, base_fds = thread_count(), fd_count()
+    _abandon_fan_out_in_a_cycle()
+    assert thread_count() == base_threads + 2
     gc.collect()
     assert wait_until(lambda: thread_count() == base_threads, timeout=2)
     assert fd_count() == base_fds
@@ -426,6 +501,10 @@ def test_capture_over_a_file_runs_the_managed_lifecycle(tmp_path):
     assert s["packets"]["captured"] == 25 and s["queue"]["blocked_events"] > 0
     # A filter applies to files too.
     assert len(list(paclo.capture(path=path, filter="len > 70"))) == 14
+    # Any path form paclo.read takes: str, os.PathLike, bytes.
+    assert len(list(paclo.capture(path=str(path)))) == len(list(paclo.capture(path=os.fsencode(path)))) == 25
+    with pytest.raises(TypeError, match="path must be a str or os.PathLike"):
+        paclo.capture(path=3)
 
 
 def test_stats_readable_after_close_and_frozen():

@@ -8,7 +8,7 @@ import time
 import pytest
 
 import paclo
-from _live_util import LO, Receiver, live, payload, send, udp_payload
+from _live_util import LO, Receiver, live, payload, send, udp_payload, wait_until
 
 pytestmark = live
 
@@ -135,6 +135,10 @@ def test_close_while_backpressured_returns_promptly():
         deadline = time.monotonic() + 5
         while fo.stats()["branches"]["a"]["buffer"]["blocked_events"] == 0 and time.monotonic() < deadline:
             time.sleep(0.01)
+        # A snapshot while the dispatcher waits for space holds the invariants too.
+        blocked = fo.stats()
+        assert blocked["branches"]["a"]["buffer"]["blocked_events"] > 0
+        check_branch_invariants(blocked)
         t0 = time.monotonic()
         with fo:
             pass
@@ -173,3 +177,21 @@ def test_fan_out_errors():
                 fo["zzz"]
             with pytest.raises(RuntimeError, match="fan_out"):
                 next(cap)
+
+
+def test_ctrl_c_reaches_a_branch_consumer_written_in_c(tmp_path):
+    """``list(branch)`` runs no Python code between packets; the branch notices the signal,
+    raises KeyboardInterrupt and closes the fan-out and the capture."""
+    from _foundation_util import keyboard_interrupt_after
+    from paclo.perf import datasets
+
+    path = tmp_path / "big.pcap"
+    datasets.generate("udp-64", 1_000_000, path)
+    got: list = []
+    cap = paclo.capture(path=path, queue_cap=65536)
+    with paclo.fan_out(cap, branches={"a": {"mode": "blocking", "cap": 65536}, "b": {"mode": "dropping", "cap": 1}}) as fo:
+        assert wait_until(lambda: fo.stats()["branches"]["a"]["buffer"]["depth"] == 65536, 10)
+        with keyboard_interrupt_after(0.005), pytest.raises(KeyboardInterrupt):
+            got.extend(fo["a"])
+    assert 0 < len(got) < 1_000_000
+    assert fo.stats()["stop_reason"] == "closed" and cap.state == "closed"

@@ -116,6 +116,14 @@ def test_reduce_validates_options():
         reduce_device(lambda a, p: a, 0, device="paclo-no-such-dev0", duration=0.1)
 
 
+def test_reduce_huge_time_limits_never_panic():
+    with pytest.raises(ValueError, match="duration") as ei:
+        reduce_device(lambda a, p: a, 0, device=LO, duration=1e20)
+    assert type(ei.value) is ValueError
+    acc, s = reduce_device(lambda a, p: a, 0, device=LO, filter="udp port 9", duration=1e19, idle_timeout=0.05, report=True)
+    assert (s["state"], s["stop_reason"], s["error"]) == ("closed", "idle_timeout", None)
+
+
 def _netns_available() -> bool:
     if shutil.which("unshare") is None or shutil.which("ip") is None:
         return False
@@ -204,3 +212,20 @@ def test_public_reduce_on_a_device_with_a_dsl_filter():
         senders[0].join(10)
     assert acc == 16 * n
     assert stats["packets"]["processed"] == n and stats["stop_reason"] == "idle_timeout"
+
+
+def test_immediate_mode_warning_names_the_callers_line():
+    """The slot-trap warning points at the user's call, through paclo.reduce as well as
+    through paclo.capture and reduce_device."""
+    import warnings
+
+    calls = [
+        lambda: paclo.reduce(lambda a, p: a, 0, device=LO, filter="udp port 9", immediate=True, idle_timeout=0.01),
+        lambda: reduce_device(lambda a, p: a, 0, device=LO, filter="udp port 9", immediate=True, idle_timeout=0.01),
+        lambda: paclo.capture(LO, filter="udp port 9", immediate=True, idle_timeout=0.01).close(),
+    ]
+    for call in calls:
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            call()
+        assert [(x.category, x.filename) for x in w] == [(RuntimeWarning, __file__)], [str(x) for x in w]

@@ -10,7 +10,7 @@ import pytest
 
 import paclo
 from paclo import _paclo
-from _foundation_util import Ng, Rec, classic, tcp_frame, udp_frame
+from _foundation_util import Ng, Rec, classic, keyboard_interrupt_after, tcp_frame, udp_frame
 
 RECS = [
     Rec(1_700_000_000_123_456_789, udp_frame(53, b"abc")),
@@ -129,6 +129,11 @@ def test_limit(tmp_path):
         paclo.read(p, limit=-1)
     with pytest.raises(TypeError, match="limit"):
         paclo.read(p, limit="3")
+    with pytest.raises(ValueError, match="limit must be a non-negative integer up to 9223372036854775807"):
+        paclo.read(p, limit=2**63)
+    with pytest.raises(ValueError, match="limit must be a non-negative integer up to 9223372036854775807"):
+        paclo.reduce(lambda a, x: a, 0, path=p, limit=2**64)
+    assert len(list(paclo.read(p, limit=2**63 - 1))) == 3
 
 
 def test_filter_string_and_dsl(tmp_path):
@@ -389,3 +394,56 @@ def test_decode_errors_are_counted(tmp_path):
     assert r.stats()["packets"] == {"captured": 2, "processed": 2, "decode_errors": 1}
     acc, stats = paclo.reduce(lambda a, m: a + ("decode_error" in m), 0, path=p, decode="full", report=True)
     assert acc == 1 and stats["packets"]["decode_errors"] == 1
+
+
+def _many_rejected_then_one_tcp(tmp_path: pathlib.Path, n: int = 4_000_000) -> pathlib.Path:
+    """A classic file of ``n`` one-byte records that ``filter="tcp"`` rejects, then one TCP frame."""
+    import struct
+
+    rec = struct.pack("<IIII", 0, 0, 1, 1) + b"\0"
+    last = classic([Rec(0, tcp_frame(443))])[24:]
+    return write(tmp_path, "scan.pcap", classic([]) + rec * n + last)
+
+
+def test_signal_interrupts_a_reader_consumed_from_c(tmp_path):
+    """``list(paclo.read(big))`` runs no Python code between packets, so the reader itself
+    checks for signals now and then; the interrupted reader stays open and resumes."""
+    from paclo.perf import datasets
+
+    p = tmp_path / "big.pcap"
+    datasets.generate("udp-64", 1_000_000, p)
+    got: list = []
+    r = paclo.read(p)
+    with keyboard_interrupt_after(0.005), pytest.raises(KeyboardInterrupt):
+        got.extend(r)
+    assert 0 < len(got) < 1_000_000
+    assert r.stats()["stop_reason"] is None
+    n = len(got)
+    del got
+    assert sum(1 for _ in r) == 1_000_000 - n
+
+
+@pytest.mark.parametrize("how", ["reader", "reduce", "count_packets"])
+def test_signal_interrupts_a_long_filtered_scan(tmp_path, how):
+    """A filter that rejects a long run of records does not hold off Ctrl-C until it finds a
+    match: the scan checks for signals between chunks of rejected records. Consumers written
+    in C (list.extend, list.append, map) observe whether the matching last packet was
+    reached before the interrupt surfaced."""
+    import functools
+
+    p = _many_rejected_then_one_tcp(tmp_path)
+    got: list = []
+    r = paclo.read(p, filter="tcp")
+    with keyboard_interrupt_after(0.005), pytest.raises(KeyboardInterrupt):
+        if how == "reader":
+            got.extend(r)
+        elif how == "reduce":
+            paclo.reduce(list.append, got, path=p, filter="tcp")
+        else:
+            got.extend(map(functools.partial(_paclo.count_packets, filter="tcp"), [str(p)]))
+    assert got == []
+    if how == "reader":
+        # Interrupted mid-file, the reader is still open and can go on to the match.
+        assert r.stats()["stop_reason"] is None
+        assert [pkt.caplen for pkt in r] == [len(tcp_frame(443))]
+        assert r.stats()["stop_reason"] == "eof"

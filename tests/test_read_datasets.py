@@ -73,6 +73,16 @@ def test_bad_arguments(tmp_path):
         datasets.expected_file_size("mixed", 1.5)
 
 
+@pytest.mark.parametrize("case", ["udp-64", "tcp-512", "mixed"])
+def test_counts_whose_sizes_overflow_are_value_errors(case):
+    """A count whose byte total does not fit in 64 bits is refused with a ValueError naming
+    the count, never an arithmetic panic inside the extension."""
+    for fn in (datasets.expected_bytes, datasets.expected_file_size):
+        with pytest.raises(ValueError, match="count 4611686018427387904 is too large"):
+            fn(case, 2**62)
+    assert datasets.expected_file_size(case, 2**40) == 24 + 16 * 2**40 + datasets.expected_bytes(case, 2**40)
+
+
 def test_native_loop_allocations_do_not_grow_with_packets(tmp_path):
     """The native loop (with and without a filter) allocates per call, never per packet."""
     small, big = tmp_path / "small.pcap", tmp_path / "big.pcap"
@@ -88,3 +98,18 @@ def test_native_loop_allocations_do_not_grow_with_packets(tmp_path):
             deltas.append(a1 - a0)
         assert deltas[1] <= deltas[0] + 2 and deltas[3] <= deltas[2] + 2, (flt, deltas)
         assert max(deltas) < 100, (flt, deltas)
+
+
+def test_generate_is_interruptible(tmp_path):
+    """Ctrl-C (here a SIGALRM handler raising KeyboardInterrupt) stops a long generation
+    from inside the native loop, and no partial dataset is left behind. ``list.extend`` over
+    ``map`` calls the native generator and consumes its result in C, so a generation that
+    ran to the end before the interrupt surfaced would leave its result in ``out``."""
+    from _foundation_util import keyboard_interrupt_after
+
+    p = tmp_path / "big.pcap"
+    out: list = []
+    with keyboard_interrupt_after(0.005), pytest.raises(KeyboardInterrupt):
+        out.extend(map(_paclo.generate_dataset, ["udp-64"], [1_000_000], [str(p)]))
+    assert out == []
+    assert not p.exists()

@@ -167,6 +167,23 @@ def test_truncated_last_record_warns_after_every_packet(tmp_path):
     assert s["packets"]["processed"] == 2
 
 
+def test_truncation_warning_points_at_the_consuming_line(tmp_path):
+    """The warning names the user's line that consumed the file (the loop over the reader,
+    the call of reduce), not a frame above it."""
+    p = write(tmp_path, "cut.pcap", classic(RECS)[:-5])
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        loop_line = sys._getframe().f_lineno + 1
+        for _ in paclo.read(p):
+            pass
+        reduce_line = sys._getframe().f_lineno + 1
+        paclo.reduce(lambda acc, _pkt: acc, 0, path=p)
+    assert [(x.category, x.filename, x.lineno) for x in w] == [
+        (paclo.TruncatedCaptureWarning, __file__, loop_line),
+        (paclo.TruncatedCaptureWarning, __file__, reduce_line),
+    ]
+
+
 def test_truncated_record_header(tmp_path):
     data = classic(RECS)
     p = write(tmp_path, "cut.pcap", data[: len(data) - len(RECS[2].data) - 8])

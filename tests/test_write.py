@@ -96,6 +96,10 @@ def test_bad_items_and_options(tmp_path):
         paclo.write_pcap(out, [{"data": b"x", "ts_ns": "now"}])
     with pytest.raises(ValueError, match="outside the range of a pcap file"):
         paclo.write_pcap(out, [{"data": b"x", "ts_ns": -5}])
+    with pytest.raises(ValueError, match="'wirelen' must be between 0 and 4294967295, not -5"):
+        paclo.write_pcap(out, [{"data": b"x", "ts_ns": 1, "wirelen": -5}])
+    with pytest.raises(ValueError, match="'len' must be between 0 and 4294967295, not 4294967296"):
+        paclo.write_pcap(out, [{"data": b"x", "ts_ns": 1, "len": 2**32}])
     with pytest.raises(ValueError, match="snaplen must be between 1 and 262144"):
         paclo.write_pcap(out, [], snaplen=0)
     with pytest.raises(ValueError, match="linktype must be between 0 and 65535"):
@@ -136,3 +140,31 @@ def test_overwrite_the_file_being_read(tmp_path):
     assert n == 199
     assert first.data == recs[0].data
     assert rows(p) == before[1:]
+
+
+def test_write_all_is_interruptible(tmp_path):
+    """Ctrl-C (a SIGALRM handler raising KeyboardInterrupt) stops write_all over a native
+    iterator (a Reader), where no Python code runs between packets. ``list.extend`` over
+    ``map`` calls write_all from C, so a copy that ran to the end before the interrupt
+    surfaced would leave its count in ``out``."""
+    from _foundation_util import keyboard_interrupt_after
+    from paclo.perf import datasets
+
+    src = tmp_path / "src.pcap"
+    datasets.generate("udp-64", 1_000_000, src)
+    out: list = []
+    with paclo.PcapWriter(tmp_path / "copy.pcap") as w:
+        with keyboard_interrupt_after(0.005), pytest.raises(KeyboardInterrupt):
+            out.extend(map(w.write_all, [paclo.read(src)]))
+    assert out == []
+    assert 0 < w.count < 1_000_000
+
+
+def test_write_all_count_includes_items_written_before_an_error(tmp_path):
+    p = tmp_path / "partial.pcap"
+    w = paclo.PcapWriter(p)
+    with pytest.raises(TypeError, match="bytes-like"):
+        w.write_all([{"data": b"a", "ts_ns": 1}, {"data": b"b", "ts_ns": 2}, 123])
+    assert w.count == 2
+    w.close()
+    assert [x.data for x in paclo.read(p)] == [b"a", b"b"]

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import warnings
 from collections.abc import Callable
 from typing import Any, Literal
 
 from . import _paclo
+from ._io import _fspath
 from .bpf import normalize_filter
 
 __all__ = ["Capture", "FanOut", "capture", "devices", "fan_out", "libpcap_version"]
@@ -81,6 +83,16 @@ def _check_device(value: Any) -> str:
     return value
 
 
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` (seen from the caller of this function) of the first frame outside
+    the paclo package: warnings then name the user's line, whichever entry point led here."""
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    level, frame = 1, sys._getframe(1)
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def _live_options(
     device: str,
     *,
@@ -107,7 +119,7 @@ def _live_options(
                 f"snaplen-sized slot per packet), so bursts will be dropped; use a smaller snaplen "
                 f"(e.g. 2048), a larger buffer_size, or immediate=None",
                 RuntimeWarning,
-                stacklevel=3,
+                stacklevel=_user_stacklevel(),
             )
     return {
         "snaplen": snaplen,
@@ -154,7 +166,7 @@ def capture(
     if device is None and path is None:
         raise ValueError("capture requires either device= or path=")
     if path is not None:
-        path = os.fspath(path)
+        path = _fspath(path)
         live = {"snaplen": 65535, "promisc": True, "timeout_ms": 10, "buffer_size": None, "immediate": None}
         _check_int("snaplen", snaplen, 1, _MAX_SNAPLEN)
         _check_int("timeout_ms", timeout_ms, 1, _INT_MAX)

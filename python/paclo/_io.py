@@ -11,6 +11,7 @@ from .bpf import normalize_filter
 __all__ = ["PcapWriter", "Reduced", "read", "reduce", "write_pcap"]
 
 _DECODE_MODES = (None, "full", "flow")
+_MAX_LIMIT = 2**63 - 1
 
 
 def _check_decode(decode: object) -> None:
@@ -23,8 +24,8 @@ def _check_limit(limit: object) -> None:
         return
     if isinstance(limit, bool) or not isinstance(limit, int):
         raise TypeError(f"limit must be a non-negative integer or None, not {type(limit).__name__}")
-    if limit < 0:
-        raise ValueError(f"limit must be a non-negative integer or None, not {limit}")
+    if not 0 <= limit <= _MAX_LIMIT:
+        raise ValueError(f"limit must be a non-negative integer up to {_MAX_LIMIT} or None, not {limit}")
 
 
 def _check_bool(name: str, value: object) -> None:

@@ -19,6 +19,7 @@ that is not an integer raises ``ValueError("invalid port ...")``.
 
 from __future__ import annotations
 
+import math
 import re
 
 __all__ = ["bpf", "normalize_filter"]
@@ -59,7 +60,7 @@ def _port(p: object, form: object) -> int:
         raise ValueError(f"invalid port {p!r} in {form!r}: expected an integer")
     if isinstance(p, int):
         return p
-    if isinstance(p, float):
+    if isinstance(p, float) and math.isfinite(p):
         return int(p)
     if isinstance(p, str) and _PORT_RE.fullmatch(p):
         return int(p)

@@ -388,8 +388,10 @@ impl<T> FanOut<T> {
                 bs.reason = Some("closed");
             }
         }
-        b.queue.clear();
+        // Finish first: a push waiting for space (or about to push) is then cancelled
+        // instead of slipping an item into the queue after the clear.
         b.queue.finish();
+        b.queue.clear();
         if self
             .shared
             .branches
@@ -649,6 +651,41 @@ mod tests {
         assert_eq!(s.stop_reason, Some(FanStopReason::NoBranches));
         assert!(s.branches.iter().all(|b| b.state == BranchState::Closed));
         invariants(&s);
+    }
+
+    /// Closing a branch the dispatcher is blocked on leaves nothing in it: the item being
+    /// placed is cancelled, not slipped into the closed queue (where it would stay, or be
+    /// returned by a later pop).
+    #[test]
+    fn closing_a_blocked_branch_leaves_it_empty() {
+        let f = FanOut::start(
+            Box::new(|_| SourceItem::Item(1u32)),
+            Box::new(|| {}),
+            vec![
+                cfg("a", QueueMode::Dropping, 2),
+                cfg("b", QueueMode::Blocking, 1),
+            ],
+        )
+        .unwrap();
+        let t0 = Instant::now();
+        while f.stats().branches[1].counters.blocked_events == 0 {
+            assert!(t0.elapsed() < Duration::from_secs(5), "never blocked");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        f.close_branch(1);
+        // The dispatcher moves on (branch a drops everything).
+        let received = f.stats().received;
+        while f.stats().received < received + 10 {
+            assert!(t0.elapsed() < Duration::from_secs(5), "dispatcher stuck");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let s = f.stats();
+        let b = &s.branches[1];
+        assert_eq!(b.state, BranchState::Closed);
+        assert_eq!((b.counters.depth, b.counters.cancelled), (0, 1), "{b:?}");
+        assert_eq!(f.pop(1, Duration::ZERO), Pop::Finished);
+        invariants(&s);
+        f.close(Duration::from_secs(5)).unwrap();
     }
 
     #[test]

@@ -182,14 +182,19 @@ impl StopClock {
         None
     }
 
-    /// How long to wait for packets: `slice`, shortened to the next deadline.
+    /// How long to wait for packets: `slice`, shortened to the next deadline. A deadline
+    /// beyond the clock's range is never reached.
     pub fn wait_budget(&self, now: Instant, slice: Duration) -> Duration {
+        let until = |from: Instant, t: Duration| {
+            from.checked_add(t)
+                .map_or(slice, |d| d.saturating_duration_since(now))
+        };
         let mut budget = slice;
         if let Some(t) = self.limits.max_time {
-            budget = budget.min((self.started + t).saturating_duration_since(now));
+            budget = budget.min(until(self.started, t));
         }
         if let (Some(t), Some(since)) = (self.limits.idle_timeout, self.idle_since) {
-            budget = budget.min((since + t).saturating_duration_since(now));
+            budget = budget.min(until(since, t));
         }
         budget.max(Duration::from_millis(1))
     }
@@ -876,6 +881,22 @@ mod tests {
             c.wait_budget(t0 + Duration::from_secs(20), Duration::from_millis(25)),
             Duration::from_millis(1)
         );
+    }
+
+    #[test]
+    fn stop_clock_takes_limits_beyond_the_clock_range() {
+        let t0 = Instant::now();
+        let limits = Limits {
+            max_packets: None,
+            max_time: Some(Duration::MAX),
+            idle_timeout: Some(Duration::MAX),
+        };
+        let mut c = StopClock::new(limits, t0);
+        assert_eq!(c.on_idle(t0), None);
+        assert_eq!(c.on_packet(), None);
+        assert_eq!(c.on_idle(t0 + Duration::from_secs(1)), None);
+        let slice = Duration::from_millis(25);
+        assert_eq!(c.wait_budget(t0 + Duration::from_secs(1), slice), slice);
     }
 
     #[test]

@@ -49,7 +49,8 @@ impl QueueMode {
 /// A consistent snapshot of a queue's counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct QueueCounters {
-    /// Items handed to `push`.
+    /// Items handed to `push` whose outcome is decided: an item waiting for space in a
+    /// blocking queue is counted once it is enqueued or cancelled.
     pub offered: u64,
     /// Items accepted into the queue.
     pub enqueued: u64,
@@ -57,7 +58,8 @@ pub struct QueueCounters {
     pub delivered: u64,
     /// Items a full dropping queue discarded.
     pub dropped: u64,
-    /// Items a blocking push gave up on because of a stop request.
+    /// Items a blocking push gave up on because of a stop request, and items offered
+    /// after [`BoundedQueue::finish`].
     pub cancelled: u64,
     /// Items cleared from the queue without being delivered.
     pub abandoned: u64,
@@ -78,7 +80,8 @@ pub enum Push<T> {
     Enqueued(Option<T>),
     /// The dropping queue was full; the item comes back.
     Dropped(T),
-    /// A blocking push was cancelled by `abort`; the item comes back.
+    /// A blocking push was cancelled by `abort`, or the queue was already finished; the
+    /// item comes back.
     Cancelled(T),
 }
 
@@ -179,22 +182,30 @@ impl<T> BoundedQueue<T> {
 
     /// Offer `item`. A dropping queue discards it when full; a blocking queue waits for
     /// space, re-checking `abort` at least every [`BLOCKED_RECHECK`], and gives the item
-    /// back as cancelled once `abort` returns true.
+    /// back as cancelled once `abort` returns true. A finished queue cancels every item.
     pub fn push(&self, item: T, abort: &dyn Fn() -> bool) -> Push<T> {
         let mut st = self.lock();
-        st.counters.offered += 1;
+        if st.producer_done {
+            st.counters.offered += 1;
+            st.counters.cancelled += 1;
+            return Push::Cancelled(item);
+        }
         if st.items.len() < self.capacity {
+            st.counters.offered += 1;
             let pooled = self.accept(&mut st, item);
             return Push::Enqueued(pooled);
         }
         if self.mode == QueueMode::Dropping {
+            st.counters.offered += 1;
             st.counters.dropped += 1;
             return Push::Dropped(item);
         }
         st.counters.blocked_events += 1;
         let start = Instant::now();
         loop {
-            if abort() {
+            // A queue finished while the push waited (a closed fan-out branch) takes nothing.
+            if st.producer_done || abort() {
+                st.counters.offered += 1;
                 st.counters.cancelled += 1;
                 st.counters.blocked_ns += start.elapsed().as_nanos() as u64;
                 return Push::Cancelled(item);
@@ -206,7 +217,8 @@ impl<T> BoundedQueue<T> {
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
             st.producer_waiting = false;
-            if st.items.len() < self.capacity {
+            if !st.producer_done && st.items.len() < self.capacity {
+                st.counters.offered += 1;
                 st.counters.blocked_ns += start.elapsed().as_nanos() as u64;
                 let pooled = self.accept(&mut st, item);
                 return Push::Enqueued(pooled);
@@ -217,19 +229,32 @@ impl<T> BoundedQueue<T> {
     /// Offer every item of `batch` in order under one lock, leaving `batch` empty. Items a
     /// dropping queue discards, items cancelled by `abort` (the one being offered and all
     /// after it) and pooled items for reuse (at most one per accepted item) go to `spare`.
-    /// A blocking queue waits for space as [`push`](Self::push) does.
+    /// A blocking queue waits for space as [`push`](Self::push) does; a finished queue
+    /// cancels every item.
     pub fn push_batch(&self, batch: &mut Vec<T>, spare: &mut Vec<T>, abort: &dyn Fn() -> bool) {
         let mut st = self.lock();
         let mut items = batch.drain(..);
         'items: while let Some(item) = items.next() {
-            st.counters.offered += 1;
+            if st.producer_done {
+                st.counters.offered += 1;
+                st.counters.cancelled += 1;
+                spare.push(item);
+                for rest in items.by_ref() {
+                    st.counters.offered += 1;
+                    st.counters.cancelled += 1;
+                    spare.push(rest);
+                }
+                break 'items;
+            }
             if st.items.len() < self.capacity {
+                st.counters.offered += 1;
                 if let Some(p) = self.accept(&mut st, item) {
                     spare.push(p);
                 }
                 continue;
             }
             if self.mode == QueueMode::Dropping {
+                st.counters.offered += 1;
                 st.counters.dropped += 1;
                 spare.push(item);
                 continue;
@@ -237,8 +262,9 @@ impl<T> BoundedQueue<T> {
             st.counters.blocked_events += 1;
             let start = Instant::now();
             loop {
-                if abort() {
+                if st.producer_done || abort() {
                     st.counters.blocked_ns += start.elapsed().as_nanos() as u64;
+                    st.counters.offered += 1;
                     st.counters.cancelled += 1;
                     spare.push(item);
                     for rest in items.by_ref() {
@@ -255,7 +281,8 @@ impl<T> BoundedQueue<T> {
                     .unwrap_or_else(|e| e.into_inner())
                     .0;
                 st.producer_waiting = false;
-                if st.items.len() < self.capacity {
+                if !st.producer_done && st.items.len() < self.capacity {
+                    st.counters.offered += 1;
                     st.counters.blocked_ns += start.elapsed().as_nanos() as u64;
                     if let Some(p) = self.accept(&mut st, item) {
                         spare.push(p);
@@ -321,11 +348,13 @@ impl<T> BoundedQueue<T> {
         n
     }
 
-    /// Mark the producer finished: a consumer sees [`Pop::Finished`] once the queue is empty.
+    /// Mark the producer finished: a consumer sees [`Pop::Finished`] once the queue is empty,
+    /// and any later (or waiting) push is cancelled.
     pub fn finish(&self) {
         let mut st = self.lock();
         st.producer_done = true;
         self.not_empty.notify_all();
+        self.not_full.notify_all();
     }
 
     /// Whether [`finish`](Self::finish) was called.
@@ -529,6 +558,51 @@ mod tests {
         match q.push(vec![2u8], &never) {
             Push::Enqueued(Some(reused)) => assert_eq!(reused, vec![1u8]),
             other => panic!("{other:?}"),
+        }
+    }
+
+    /// A snapshot taken while a blocking push waits for space (the lock released) holds
+    /// the invariants: the waiting item is counted once its fate is decided.
+    #[test]
+    fn snapshot_while_a_push_waits_holds_the_invariants() {
+        for batched in [false, true] {
+            let q = Arc::new(BoundedQueue::new(1, QueueMode::Blocking, 0));
+            assert!(matches!(q.push(0u32, &never), Push::Enqueued(_)));
+            let producer = {
+                let q = q.clone();
+                std::thread::spawn(move || {
+                    if batched {
+                        let (mut batch, mut spare) = (vec![1u32, 2], vec![]);
+                        q.push_batch(&mut batch, &mut spare, &never);
+                    } else {
+                        q.push(1u32, &never);
+                    }
+                })
+            };
+            let t0 = Instant::now();
+            while q.counters().blocked_events == 0 {
+                assert!(
+                    t0.elapsed() < Duration::from_secs(5),
+                    "the push never blocked"
+                );
+                std::thread::yield_now();
+            }
+            let c = q.counters();
+            check_invariants(&c, 1);
+            assert_eq!((c.offered, c.enqueued, c.depth), (1, 1, 1), "{c:?}");
+            let want = if batched { vec![0, 1, 2] } else { vec![0, 1] };
+            let mut got = vec![];
+            while got.len() < want.len() {
+                if let Pop::Item(x) = q.pop(Duration::from_millis(50), None) {
+                    got.push(x);
+                    check_invariants(&q.counters(), 1);
+                }
+            }
+            producer.join().unwrap();
+            assert_eq!(got, want);
+            let c = q.counters();
+            assert_eq!(c.offered, want.len() as u64);
+            check_invariants(&c, 1);
         }
     }
 

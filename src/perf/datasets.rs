@@ -84,18 +84,40 @@ impl Case {
     }
 
     /// Captured bytes of `count` frames.
-    pub fn expected_bytes(self, count: u64) -> u64 {
-        match self {
-            Case::Udp64 => 64 * count,
-            Case::Tcp512 => 512 * count,
-            Case::Mixed => 64 * count.div_ceil(2) + 512 * (count / 2),
-        }
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the total does not fit in a `u64`.
+    pub fn expected_bytes(self, count: u64) -> Result<u64> {
+        let total = match self {
+            Case::Udp64 => count.checked_mul(64),
+            Case::Tcp512 => count.checked_mul(512),
+            Case::Mixed => count
+                .div_ceil(2)
+                .checked_mul(64)
+                .zip((count / 2).checked_mul(512))
+                .and_then(|(udp, tcp)| udp.checked_add(tcp)),
+        };
+        total.ok_or_else(|| too_large(count))
     }
 
     /// Size of the file: 24 + sum(16 + frame).
-    pub fn expected_file_size(self, count: u64) -> u64 {
-        24 + 16 * count + self.expected_bytes(count)
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the size does not fit in a `u64`.
+    pub fn expected_file_size(self, count: u64) -> Result<u64> {
+        count
+            .checked_mul(16)
+            .and_then(|headers| headers.checked_add(24))
+            .zip(self.expected_bytes(count).ok())
+            .and_then(|(headers, frames)| headers.checked_add(frames))
+            .ok_or_else(|| too_large(count))
     }
+}
+
+fn too_large(count: u64) -> Error {
+    Error::InvalidArgument(format!(
+        "count {count} is too large: the dataset size does not fit in 64 bits"
+    ))
 }
 
 /// The frame template: Ethernet, IPv4 (DF, TTL 64, checksum 0), then UDP 12000->5300 or
@@ -162,14 +184,41 @@ pub struct Dataset {
 /// Write `count` packets of `case` to `path` (replacing it), then check its size.
 ///
 /// # Errors
-/// I/O errors of `path`; [`Error::Io`] if the written size is not the expected one.
+/// [`Error::InvalidArgument`] for a count whose size overflows 64 bits; I/O errors of `path`;
+/// [`Error::Io`] if the written size is not the expected one.
 pub fn generate(case: Case, count: u64, path: impl AsRef<Path>) -> Result<Dataset> {
+    let d = generate_interruptible(case, count, path, &mut || false)?;
+    // Never interrupted, so a dataset is always there.
+    d.ok_or_else(|| Error::InvalidArgument("dataset generation was interrupted".into()))
+}
+
+/// Packets written between two calls of the `interrupted` check of
+/// [`generate_interruptible`].
+pub const CHECK_EVERY: u64 = 1 << 16;
+
+/// As [`generate`], asking `interrupted` every [`CHECK_EVERY`] packets whether to stop; when
+/// it says so, the partial file is removed and the result is `Ok(None)`.
+///
+/// # Errors
+/// As [`generate`].
+pub fn generate_interruptible(
+    case: Case,
+    count: u64,
+    path: impl AsRef<Path>,
+    interrupted: &mut dyn FnMut() -> bool,
+) -> Result<Option<Dataset>> {
     let path = path.as_ref();
+    let expected = case.expected_file_size(count)?;
     let udp = frame(64, Traffic::Udp)?;
     let tcp = frame(512, Traffic::Tcp)?;
     let mut w = PcapWriter::create(path, LINKTYPE, SNAPLEN, false)?;
     let mut bytes = 0;
     for i in 0..count {
+        if i % CHECK_EVERY == CHECK_EVERY - 1 && interrupted() {
+            drop(w);
+            let _ = std::fs::remove_file(path);
+            return Ok(None);
+        }
         let data = match case.frame_kind(i).1 {
             Traffic::Udp => &udp,
             Traffic::Tcp => &tcp,
@@ -179,7 +228,6 @@ pub fn generate(case: Case, count: u64, path: impl AsRef<Path>) -> Result<Datase
     }
     let file = w.finish()?;
     let file_size = file.metadata().map_err(|e| Error::from_io(path, e))?.len();
-    let expected = case.expected_file_size(count);
     if file_size != expected {
         return Err(Error::Io {
             path: path.to_path_buf(),
@@ -188,11 +236,11 @@ pub fn generate(case: Case, count: u64, path: impl AsRef<Path>) -> Result<Datase
             )),
         });
     }
-    Ok(Dataset {
+    Ok(Some(Dataset {
         packets: count,
         bytes,
         file_size,
-    })
+    }))
 }
 
 #[cfg(test)]
@@ -255,6 +303,22 @@ mod tests {
         std::fs::remove_file(path).unwrap();
         assert_eq!(timestamp_ns(1_000_001), 1_700_000_000_000_001_000);
         assert!(Case::parse("udp64").is_err());
+        assert_eq!(Case::Mixed.expected_bytes(3).unwrap(), 2 * 64 + 512);
+        assert!(Case::Tcp512.expected_bytes(u64::MAX / 256).is_err());
+        assert!(Case::Udp64.expected_file_size(u64::MAX / 80).is_err());
+    }
+
+    #[test]
+    fn generation_stops_when_interrupted_and_removes_the_file() {
+        let path = std::env::temp_dir().join(format!("paclo-ds-int-{}.pcap", std::process::id()));
+        let mut asked = 0;
+        let d = generate_interruptible(Case::Udp64, 10 * CHECK_EVERY, &path, &mut || {
+            asked += 1;
+            asked == 3
+        })
+        .unwrap();
+        assert_eq!((d, asked), (None, 3));
+        assert!(!path.exists());
         assert_eq!(Case::parse("tcp-512").unwrap(), Case::Tcp512);
     }
 }

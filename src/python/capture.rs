@@ -10,8 +10,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use pyo3::exceptions::PyRuntimeError;
+use pyo3::gc::PyVisit;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::PyTraverseError;
 
 use super::common::{to_python, DecodeMode};
 use super::error::CaptureError;
@@ -162,12 +164,31 @@ fn live_options(
     }
 }
 
-fn limits(limit: Option<u64>, duration: Option<f64>, idle_timeout: Option<f64>) -> Limits {
-    Limits {
+/// Seconds as a `Duration`; a value a `Duration` cannot hold (negative, NaN, too large) is
+/// a `ValueError` naming `option`.
+fn seconds(option: &str, value: Option<f64>) -> PyResult<Option<Duration>> {
+    value
+        .map(|v| {
+            Duration::try_from_secs_f64(v).map_err(|_| {
+                pyo3::exceptions::PyValueError::new_err(format!(
+                    "{option} must be None or a positive number of seconds up to {:e}, not {v:?}",
+                    Duration::MAX.as_secs_f64()
+                ))
+            })
+        })
+        .transpose()
+}
+
+fn limits(
+    limit: Option<u64>,
+    duration: Option<f64>,
+    idle_timeout: Option<f64>,
+) -> PyResult<Limits> {
+    Ok(Limits {
         max_packets: limit,
-        max_time: duration.map(Duration::from_secs_f64),
-        idle_timeout: idle_timeout.map(Duration::from_secs_f64),
-    }
+        max_time: seconds("duration", duration)?,
+        idle_timeout: seconds("idle_timeout", idle_timeout)?,
+    })
 }
 
 fn open_source(
@@ -196,6 +217,34 @@ struct Consumer {
     finished: bool,
     matched: bool,
     recycle: Option<OwnedPacket>,
+    /// Calls of `__next__`, to check for signals every [`SIGNAL_CHECK_EVERY`].
+    calls: u64,
+}
+
+/// Packets taken back to back between two checks for signals: a consumer written in C
+/// (`list(capture)`) runs no Python code that would notice Ctrl-C.
+const SIGNAL_CHECK_EVERY: u64 = 1024;
+
+/// The user callbacks of a capture, behind a lock so the garbage collector can clear them
+/// (a callback that refers back to its capture makes a reference cycle).
+#[derive(Default)]
+struct Hooks {
+    stop_when: Option<Py<PyAny>>,
+    on_stats: Option<Py<PyAny>>,
+    on_queue_stats: Option<Py<PyAny>>,
+    on_error: Option<Py<PyAny>>,
+}
+
+impl Hooks {
+    fn clone_ref(&self, py: Python<'_>) -> Hooks {
+        let c = |h: &Option<Py<PyAny>>| h.as_ref().map(|f| f.clone_ref(py));
+        Hooks {
+            stop_when: c(&self.stop_when),
+            on_stats: c(&self.on_stats),
+            on_queue_stats: c(&self.on_queue_stats),
+            on_error: c(&self.on_error),
+        }
+    }
 }
 
 /// A managed live (or file) capture: an iterator for one consumer, a context manager.
@@ -203,10 +252,9 @@ struct Consumer {
 pub struct Capture {
     core: ManagedCapture,
     mode: DecodeMode,
-    stop_when: Option<Py<PyAny>>,
-    on_stats: Option<Py<PyAny>>,
-    on_queue_stats: Option<Py<PyAny>>,
-    on_error: Option<Py<PyAny>>,
+    /// Never held while Python code runs: callers take new references and release it.
+    hooks: Mutex<Hooks>,
+    has_stop_when: bool,
     raise_errors: bool,
     consumer: Mutex<Consumer>,
     finalized: AtomicBool,
@@ -214,22 +262,31 @@ pub struct Capture {
 }
 
 impl Capture {
+    /// New references to the callbacks (empty once the garbage collector cleared them).
+    fn hooks(&self, py: Python<'_>) -> Hooks {
+        self.hooks
+            .lock()
+            .map(|h| h.clone_ref(py))
+            .unwrap_or_default()
+    }
+
     /// Run the end-of-capture hooks once, after the thread has finished.
     fn finalize(&self, py: Python<'_>) {
         if !self.core.is_done() || self.finalized.swap(true, Ordering::AcqRel) {
             return;
         }
+        let hooks = self.hooks(py);
         let s = self.core.stats();
         if let Ok(Some(p)) = pcap_dict(py, s.pcap) {
-            call_hook(py, &self.on_stats, p.into_any(), &self.on_error);
+            call_hook(py, &hooks.on_stats, p.into_any(), &hooks.on_error);
         }
         if let Ok(q) = queue_dict(py, s.queue_mode.as_str(), s.queue_capacity, &s.queue) {
-            call_hook(py, &self.on_queue_stats, q.into_any(), &self.on_error);
+            call_hook(py, &hooks.on_queue_stats, q.into_any(), &hooks.on_error);
         }
-        if let (Some(e), Some(_)) = (&s.error, &self.on_error) {
+        if let (Some(e), Some(_)) = (&s.error, &hooks.on_error) {
             report_error(
                 py,
-                &self.on_error,
+                &hooks.on_error,
                 CaptureError::new_err(format!("capture failed: {}", e.message)),
             );
         }
@@ -274,7 +331,7 @@ impl Capture {
 
     /// Hand the queue to a fan-out; the capture itself can no longer be iterated.
     pub(crate) fn take_for_fanout(&self) -> PyResult<()> {
-        if self.stop_when.is_some() {
+        if self.has_stop_when {
             return Err(pyo3::exceptions::PyValueError::new_err(
                 "fan_out needs a capture without stop_when (stop_when runs in the single consumer)",
             ));
@@ -297,6 +354,24 @@ impl Capture {
 
 #[pymethods]
 impl Capture {
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        // The lock is only taken with the GIL held and released before any Python code
+        // runs, so it is free whenever the collector traverses.
+        if let Ok(h) = self.hooks.try_lock() {
+            visit.call(&h.stop_when)?;
+            visit.call(&h.on_stats)?;
+            visit.call(&h.on_queue_stats)?;
+            visit.call(&h.on_error)?;
+        }
+        Ok(())
+    }
+
+    fn __clear__(&self) {
+        // Dropped after the lock is released: a callback's destructor may run Python code.
+        let hooks = self.hooks.lock().map(|mut h| std::mem::take(&mut *h));
+        drop(hooks);
+    }
+
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
         slf
     }
@@ -320,6 +395,14 @@ impl Capture {
             self.core.clear_queue();
             return self.end(py, consumer);
         }
+        consumer.calls += 1;
+        if consumer.calls % SIGNAL_CHECK_EVERY == 0 {
+            if let Err(e) = py.check_signals() {
+                consumer.finished = true;
+                let _ = self.close_blocking(py);
+                return Err(e);
+            }
+        }
         loop {
             let recycle = consumer.recycle.take();
             // A packet already queued is taken without releasing the GIL; only a wait releases it.
@@ -333,7 +416,15 @@ impl Capture {
                     consumer.recycle = Some(pkt);
                     let (obj, decode_error) = converted?;
                     self.core.count_processed(decode_error);
-                    if let Some(pred) = &self.stop_when {
+                    let pred = if self.has_stop_when {
+                        self.hooks
+                            .lock()
+                            .ok()
+                            .and_then(|h| h.stop_when.as_ref().map(|f| f.clone_ref(py)))
+                    } else {
+                        None
+                    };
+                    if let Some(pred) = &pred {
                         let matched = pred.call1(py, (obj.clone(),)).and_then(|r| r.is_truthy(py));
                         match matched {
                             Ok(true) => {
@@ -445,6 +536,7 @@ fn open_capture(
 ) -> PyResult<Capture> {
     let mode = DecodeMode::parse(decode)?;
     let queue_mode = QueueMode::parse("queue_mode", queue_mode)?;
+    let limits = limits(limit, duration, idle_timeout)?;
     let opts = live_options(snaplen, promisc, timeout_ms, buffer_size, immediate);
     let handle = open_source(py, device.as_deref(), path, &opts, filter.as_deref())?;
     if let Some(f) = &on_ready {
@@ -455,22 +547,26 @@ fn open_capture(
     let config = ManagedConfig {
         queue_cap,
         queue_mode,
-        limits: limits(limit, duration, idle_timeout),
+        limits,
         wait_slice: Duration::from_millis(25),
     };
     let core = ManagedCapture::start(Box::new(handle), info, config)?;
     Ok(Capture {
         core,
         mode,
-        stop_when,
-        on_stats,
-        on_queue_stats,
-        on_error,
+        has_stop_when: stop_when.is_some(),
+        hooks: Mutex::new(Hooks {
+            stop_when,
+            on_stats,
+            on_queue_stats,
+            on_error,
+        }),
         raise_errors: error_mode != "pass",
         consumer: Mutex::new(Consumer {
             finished: false,
             matched: false,
             recycle: None,
+            calls: 0,
         }),
         finalized: AtomicBool::new(false),
         fanned_out: AtomicBool::new(false),
@@ -507,6 +603,7 @@ fn reduce_device<'py>(
     report: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
     let mode = DecodeMode::parse(decode)?;
+    let limits = limits(limit, duration, idle_timeout)?;
     let opts = live_options(snaplen, promisc, timeout_ms, buffer_size, immediate);
     let mut handle = open_source(py, Some(&device), None, &opts, filter.as_deref())?;
     if let Some(f) = &on_ready {
@@ -518,7 +615,7 @@ fn reduce_device<'py>(
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0);
-    let mut clock = StopClock::new(limits(limit, duration, idle_timeout), started);
+    let mut clock = StopClock::new(limits, started);
     let (mut processed, mut decode_errors) = (0u64, 0u64);
     let mut acc = init;
     // `fatal` propagates whatever error_mode says (fn errors, KeyboardInterrupt);
@@ -765,6 +862,10 @@ fn fan_stats<'py>(
 
 #[pymethods]
 impl FanOut {
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.capture)
+    }
+
     /// The iterator of branch `name` (each branch may be acquired once).
     fn branch(slf: &Bound<'_, Self>, name: &str) -> PyResult<FanOutBranch> {
         let this = slf.get();
@@ -782,7 +883,7 @@ impl FanOut {
         Ok(FanOutBranch {
             fanout: slf.clone().unbind(),
             idx,
-            consumer: Mutex::new(false),
+            consumer: Mutex::new((false, 0)),
         })
     }
 
@@ -822,24 +923,38 @@ impl FanOut {
 pub struct FanOutBranch {
     fanout: Py<FanOut>,
     idx: usize,
-    consumer: Mutex<bool>,
+    /// (finished, calls of `__next__`).
+    consumer: Mutex<(bool, u64)>,
 }
 
 #[pymethods]
 impl FanOutBranch {
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.fanout)
+    }
+
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
         slf
     }
 
     fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         let fan = self.fanout.get();
-        let mut finished = self.consumer.try_lock().map_err(|_| {
+        let mut guard = self.consumer.try_lock().map_err(|_| {
             PyRuntimeError::new_err(
                 "a fan_out branch has a single consumer; it is being iterated elsewhere",
             )
         })?;
+        let (finished, calls) = &mut *guard;
         if *finished {
             return Ok(None);
+        }
+        *calls += 1;
+        if *calls % SIGNAL_CHECK_EVERY == 0 {
+            if let Err(e) = py.check_signals() {
+                *finished = true;
+                let _ = fan.close_all(py);
+                return Err(e);
+            }
         }
         loop {
             let popped = match fan.core.pop(self.idx, Duration::ZERO) {

@@ -21,7 +21,8 @@ fn check_count(count: i64) -> PyResult<u64> {
     })
 }
 
-/// Write `count` packets of `case` to `path`; returns (packets, bytes, file_size).
+/// Write `count` packets of `case` to `path`; returns (packets, bytes, file_size). Checks for
+/// signals (Ctrl-C) every 65,536 packets.
 #[pyfunction]
 fn generate_dataset(
     py: Python<'_>,
@@ -31,8 +32,21 @@ fn generate_dataset(
 ) -> PyResult<(u64, u64, u64)> {
     let case = Case::parse(case)?;
     let count = check_count(count)?;
-    let d = py.detach(|| datasets::generate(case, count, &path))?;
-    Ok((d.packets, d.bytes, d.file_size))
+    // Ctrl-C: the loop runs without the GIL and takes it back now and then to check for
+    // signals; an exception from a handler stops it and removes the partial file.
+    let mut raised: Option<PyErr> = None;
+    let d = py.detach(|| {
+        datasets::generate_interruptible(case, count, &path, &mut || {
+            Python::attach(|py| py.check_signals())
+                .map_err(|e| raised = Some(e))
+                .is_err()
+        })
+    })?;
+    match (d, raised) {
+        (Some(d), _) => Ok((d.packets, d.bytes, d.file_size)),
+        (None, Some(e)) => Err(e),
+        (None, None) => Err(PyValueError::new_err("dataset generation was interrupted")),
+    }
 }
 
 /// (captured bytes, file size) of `count` packets of `case`.
@@ -40,7 +54,7 @@ fn generate_dataset(
 fn dataset_expected(case: &str, count: i64) -> PyResult<(u64, u64)> {
     let case = Case::parse(case)?;
     let count = check_count(count)?;
-    Ok((case.expected_bytes(count), case.expected_file_size(count)))
+    Ok((case.expected_bytes(count)?, case.expected_file_size(count)?))
 }
 
 /// The frame bytes of packet `index` of `case`.

@@ -425,9 +425,16 @@ impl PacketRef {
 /// What `FileLoop::next` found.
 enum Next {
     Packet(PacketRef),
+    /// The filter rejected [`SCAN_BUDGET`] records in a row: call again (after checking
+    /// for signals) to go on.
+    Pending,
     /// The end: eof, limit or an error already recorded.
     End,
 }
+
+/// Records the filter may reject in one call of `FileLoop::next`, so a filter that matches
+/// rarely cannot hold off Ctrl-C (or keep the GIL) for a whole file.
+const SCAN_BUDGET: u32 = 1 << 16;
 
 impl FileLoop {
     fn open(
@@ -455,8 +462,9 @@ impl FileLoop {
         })
     }
 
-    /// The next packet passing the filter, or the end. On a truncated last record the end
-    /// is reported with `stats.truncated` set; other errors are returned (and recorded).
+    /// The next packet passing the filter, the end, or `Pending` after a long run of
+    /// rejected records. On a truncated last record the end is reported with
+    /// `stats.truncated` set; other errors are returned (and recorded).
     #[inline]
     fn next(&mut self) -> crate::error::Result<Next> {
         if self.stats.finished.is_some() {
@@ -467,6 +475,7 @@ impl FileLoop {
             return Ok(Next::End);
         }
         let base = self.reader.shared_map().as_ptr() as usize;
+        let mut rejected = 0u32;
         loop {
             if let Some(p) = self.progress.as_mut() {
                 p.tick(self.reader.position());
@@ -487,7 +496,13 @@ impl FileLoop {
             if let Some(f) = self.filter.as_mut() {
                 match f.matches(&pkt) {
                     Ok(true) => {}
-                    Ok(false) => continue,
+                    Ok(false) => {
+                        rejected += 1;
+                        if rejected >= SCAN_BUDGET {
+                            return Ok(Next::Pending);
+                        }
+                        continue;
+                    }
                     Err(e) => {
                         self.stats.state = "failed";
                         self.stats.error = Some(("ValueError".into(), e.to_string()));
@@ -512,6 +527,18 @@ impl FileLoop {
         Ok(Next::End)
     }
 
+    /// As [`next`](Self::next), but a long filtered scan checks for signals between
+    /// chunks of rejected records, with the GIL released; never returns `Pending`.
+    #[inline]
+    fn next_interruptible(&mut self, py: Python<'_>) -> PyResult<crate::error::Result<Next>> {
+        let mut step = self.next();
+        while let Ok(Next::Pending) = step {
+            py.check_signals()?;
+            step = py.detach(|| self.next());
+        }
+        Ok(step)
+    }
+
     fn end(&mut self, reason: &'static str) {
         if let Some(p) = self.progress.as_mut() {
             p.done(self.reader.position());
@@ -526,8 +553,16 @@ impl FileLoop {
     }
 
     /// Handle an error from `next`: a truncated last record warns and ends the read
-    /// (`Ok`), or with `strict` fails; any other error is raised.
-    fn on_error(&mut self, py: Python<'_>, e: Error, strict: bool) -> PyResult<()> {
+    /// (`Ok`), or with `strict` fails; any other error is raised. `stacklevel` 1 names the
+    /// Python line that called into the extension (the loop over a `Reader`), 2 the line
+    /// above it (the caller of `paclo.reduce`).
+    fn on_error(
+        &mut self,
+        py: Python<'_>,
+        e: Error,
+        strict: bool,
+        stacklevel: i32,
+    ) -> PyResult<()> {
         if !matches!(e, Error::Truncated { .. }) {
             return Err(e.into());
         }
@@ -538,7 +573,12 @@ impl FileLoop {
         let message = format!("{e}; {} packets were read before it", self.stats.processed);
         self.end("eof");
         let message = CString::new(message).unwrap_or_default();
-        PyErr::warn(py, &py.get_type::<TruncatedCaptureWarning>(), &message, 2)
+        PyErr::warn(
+            py,
+            &py.get_type::<TruncatedCaptureWarning>(),
+            &message,
+            stacklevel,
+        )
     }
 }
 
@@ -574,7 +614,11 @@ impl Reader {
         let (Some(l), Some(handle)) = (self.inner.as_mut(), self.handle.as_ref()) else {
             return Ok(None);
         };
-        let err = match l.next() {
+        // A consumer in C (`list(reader)`) runs no Python code that would notice Ctrl-C.
+        if l.stats.processed % SIGNAL_CHECK_EVERY == 0 && l.stats.processed != 0 {
+            py.check_signals()?;
+        }
+        let err = match l.next_interruptible(py)? {
             Ok(Next::Packet(r)) => {
                 let map = l.reader.shared_map();
                 let (obj, decode_error) =
@@ -584,10 +628,10 @@ impl Reader {
                 }
                 return Ok(Some(obj));
             }
-            Ok(Next::End) => return Ok(None),
+            Ok(Next::End | Next::Pending) => return Ok(None),
             Err(e) => e,
         };
-        l.on_error(py, err, strict)?;
+        l.on_error(py, err, strict, 1)?;
         Ok(None)
     }
 
@@ -720,7 +764,7 @@ fn reduce_path<'py>(
     let handle = Py::new(py, MappedFile(Arc::clone(l.reader.shared_map())))?;
     let mut acc = init;
     loop {
-        let err = match l.next() {
+        let err = match l.next_interruptible(py)? {
             Ok(Next::Packet(r)) => {
                 let map = l.reader.shared_map();
                 let (obj, decode_error) =
@@ -740,10 +784,10 @@ fn reduce_path<'py>(
                 }
                 continue;
             }
-            Ok(Next::End) => break,
+            Ok(Next::End | Next::Pending) => break,
             Err(e) => e,
         };
-        l.on_error(py, err, strict)?;
+        l.on_error(py, err, strict, 2)?;
         break;
     }
     let stats = l.stats.to_dict(py)?;
@@ -769,6 +813,8 @@ fn count_packets(
             for _ in 0..CHUNK {
                 match l.next() {
                     Ok(Next::Packet(_)) => {}
+                    // A long filtered scan: check for signals now.
+                    Ok(Next::Pending) => return Ok(false),
                     Ok(Next::End) => return Ok(true),
                     Err(Error::Truncated { .. }) => return Ok(true),
                     Err(e) => return Err(e),
@@ -859,13 +905,20 @@ fn write_item(
             (None, None, None) => now_ns(),
         };
         let wirelen = match dict_int(d, "wirelen")? {
-            Some(n) => Some(n),
-            None => dict_int(d, "len")?,
+            Some(n) => Some(("wirelen", n)),
+            None => dict_int(d, "len")?.map(|n| ("len", n)),
+        };
+        let wirelen = match wirelen {
+            Some((key, n)) => Some(u32::try_from(n).map_err(|_| {
+                PyValueError::new_err(format!(
+                    "packet dict key '{key}' must be between 0 and {}, not {n}",
+                    u32::MAX
+                ))
+            })?),
+            None => None,
         };
         return with_buffer(&data, "packet dict 'data'", |b| {
-            let wl = wirelen
-                .and_then(|n| u32::try_from(n).ok())
-                .unwrap_or(b.len() as u32);
+            let wl = wirelen.unwrap_or(b.len() as u32);
             w.write_packet(ts, b, wl)
         })?
         .map_err(PyErr::from);
@@ -916,7 +969,9 @@ impl PyPcapWriter {
         Ok(())
     }
 
-    /// Write every item of an iterable; returns how many were written.
+    /// Write every item of an iterable; returns how many were written. Checks for signals
+    /// (Ctrl-C) every 65,536 items: a native iterator (a `Reader`) runs no Python code that
+    /// would. On an error, `count` still includes the items written before it.
     fn write_all(&mut self, py: Python<'_>, packets: &Bound<'_, PyAny>) -> PyResult<u64> {
         let Some(w) = self.inner.as_mut() else {
             return Err(PyValueError::new_err("write to a closed PcapWriter"));
@@ -925,8 +980,11 @@ impl PyPcapWriter {
         for item in packets.try_iter()? {
             write_item(py, w, self.linktype, &item?, None)?;
             n += 1;
+            self.count += 1;
+            if n % SIGNAL_CHECK_EVERY == 0 {
+                py.check_signals()?;
+            }
         }
-        self.count += n;
         Ok(n)
     }
 
