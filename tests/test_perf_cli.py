@@ -105,16 +105,6 @@ def test_external_source_defaults_rates_to_zero():
     assert cli.parse_args(["--source", "external"]).rates == [0]
 
 
-def test_live_mode_without_the_capture_api_fails_clearly(capsys, monkeypatch, tmp_path):
-    from paclo import _paclo
-
-    monkeypatch.delattr(_paclo, "open_capture", raising=False)
-    code, err = _error(["--mode", "live", "--output", str(tmp_path)], capsys)
-    assert code == cli.EXIT_FAILED
-    assert "live mode needs paclo.capture, which is not in this build" in err
-    assert not (tmp_path / "results.json").exists()
-
-
 def test_help_lists_options_and_exits_zero():
     proc = subprocess.run([sys.executable, "-m", "paclo.perf", "--help"], capture_output=True, text=True)
     assert proc.returncode == 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import subprocess
 import sys
@@ -13,14 +12,9 @@ import pytest
 
 import _perf_util
 
-HAVE_DATASETS = importlib.util.find_spec("paclo.perf.datasets") is not None
-needs_datasets = pytest.mark.xfail(
-    not HAVE_DATASETS, strict=True, reason="paclo.perf.datasets (the native generator) is not in this build"
-)
 SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "docs" / "results-schema.json").read_text())
 
 
-@needs_datasets
 @pytest.mark.parametrize("case", _perf_util.CASES)
 def test_native_generator_matches_the_dataset_definition(case, tmp_path):
     from paclo.perf import datasets
@@ -34,7 +28,6 @@ def test_native_generator_matches_the_dataset_definition(case, tmp_path):
     assert hashlib.sha256(native.read_bytes()).hexdigest() == hashlib.sha256(spec.read_bytes()).hexdigest()
 
 
-@needs_datasets
 def test_quick_profile_command_line_end_to_end(tmp_path):
     import jsonschema
 

@@ -1,9 +1,4 @@
-"""Every offline scenario through the runner (worker processes), with exact counts.
-
-A scenario whose paclo API is still a placeholder (NotImplementedError) is marked
-xfail(strict=True): the test starts failing loudly, as a reminder to drop the mark, the day the
-API works; it never hides a scenario that runs but returns wrong numbers.
-"""
+"""Every offline scenario through the runner (worker processes), with exact counts."""
 
 from __future__ import annotations
 
@@ -11,38 +6,14 @@ import io
 import json
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 
 from _perf_util import SpecDatasets, expected_bytes, generate
-from paclo.perf import cli, config, runner, scenarios
+from paclo.perf import cli, config, runner
 
 SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "docs" / "results-schema.json").read_text())
-
-
-def _api_missing(name: str) -> str | None:
-    """Why `name` cannot run in this build (a placeholder API), or None when it runs."""
-    with tempfile.TemporaryDirectory() as tmp:
-        path = str(Path(tmp) / "probe.pcap")
-        generate("mixed", 4, path)
-        try:
-            scenarios.SCENARIOS[name](path, 4)()
-        except NotImplementedError as exc:
-            return f"paclo API not implemented yet: {exc}"
-        except Exception:
-            return None  # it runs (and fails): the test must show the failure
-    return None
-
-
-def _params():
-    out = []
-    for name in config.OFFLINE_SCENARIOS:
-        reason = _api_missing(name)
-        marks = [pytest.mark.xfail(strict=True, raises=runner.RunFailed, reason=reason)] if reason else []
-        out.append(pytest.param(name, marks=marks, id=name))
-    return out
 
 
 def _validate(document):
@@ -51,7 +22,7 @@ def _validate(document):
     jsonschema.Draft202012Validator(SCHEMA, format_checker=jsonschema.FormatChecker()).validate(document)
 
 
-@pytest.mark.parametrize("scenario", _params())
+@pytest.mark.parametrize("scenario", config.OFFLINE_SCENARIOS)
 def test_scenario_counts_are_exact(scenario, tmp_path):
     opts = cli.parse_args(["--output", str(tmp_path), "--packets", "3000", "--scenarios", scenario])
     doc = runner.run(opts, datasets=SpecDatasets, out=io.StringIO())
@@ -97,3 +68,21 @@ def test_worker_prints_one_json_object(tmp_path):
     # each run is measured in the same (worker) process, after the warm-ups
     assert len({r["pid"] for r in doc["runs"]}) == 1
     assert all(r["python_allocated_bytes"] is not None for r in doc["runs"])
+
+
+def test_table_scenarios_count_packets_they_could_not_decode(tmp_path):
+    """flow-project and flow-table report as decode errors the packets they could not place
+    at an IP protocol, so the consistency check can catch a broken decoder."""
+    import paclo
+    from paclo.perf import scenarios
+
+    path = tmp_path / "one-bad.pcap"
+    generate("udp-64", 3, str(path))
+    packets = [bytes(p) for p in paclo.read(path)]
+    arp = bytes(12) + b"\x08\x06" + bytes(28)  # no IP layer
+    paclo.write_pcap(path, [*packets, arp])
+
+    projected = scenarios.flow_project(str(path), 4)()
+    assert (projected["packets"], projected["decode_errors"]) == (4, 1)
+    table = scenarios.flow_table(str(path), 4)()
+    assert (table["packets"], table["decode_errors"], table["unique_flows"]) == (3, 1, 1)

@@ -210,14 +210,6 @@ def write_results(path: Path, document: dict) -> None:
     os.replace(tmp, path)
 
 
-def _check_live_available() -> None:
-    import paclo
-
-    native = getattr(paclo, "_paclo", None)
-    if native is None or not hasattr(native, "open_capture"):
-        raise RunFailed("live mode needs paclo.capture, which is not in this build; use --mode offline")
-
-
 def live_table(results: list[dict]) -> str:
     """Live summary: per rate and scenario, median sent, processed, sustained pps, loss, pass."""
     header = ("target pps", "scenario", "sent", "processed", "processed pps", "send loss", "queue drop", "pass")
@@ -351,7 +343,6 @@ def run(opts: Options, *, datasets=None, worker_cmd=None, console: Console | Non
     live_results = None
     offline_results = None
     if opts.mode in ("live", "all"):
-        _check_live_available()
         live_results = run_live(opts, env, console)
     if opts.mode in ("offline", "all"):
         offline_results = run_offline(opts, env, console, datasets=datasets, worker_cmd=worker_cmd)
