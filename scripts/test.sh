@@ -16,7 +16,8 @@ echo "== pytest (installed package)"
 # Run from tests/ so that the installed paclo is imported, never the source tree.
 (cd tests && python3 -m pytest -q -p no:cacheprovider .)
 
-if [ -x scripts/fuzz.sh ]; then
-  echo "== fuzz (bounded)"
-  bash scripts/fuzz.sh
-fi
+echo "== stub matches the native module"
+(cd tests && python3 -m mypy.stubtest paclo._paclo)
+
+echo "== fuzz the decoder for 60 s"
+bash fuzz/run.sh 60

@@ -1,5 +1,35 @@
 from os import PathLike
 
+__all__ = [
+    "ArrowStream",
+    "Capture",
+    "FanOut",
+    "FanOutBranch",
+    "Packet",
+    "PcapWriter",
+    "Reader",
+    "__version__",
+    "addresses_to_str",
+    "count_packets",
+    "dataset_expected",
+    "dataset_frame",
+    "decode_bytes",
+    "devices",
+    "flow_project",
+    "flow_table",
+    "flow_topn",
+    "generate_dataset",
+    "immediate_plan",
+    "libpcap_version",
+    "native_alloc_counts",
+    "open_capture",
+    "read",
+    "read_batches",
+    "reduce_device",
+    "reduce_path",
+    "set_decode_hooks",
+    "start_fan_out",
+]
 __version__: str
 
 # --- foundation ---
