@@ -31,7 +31,5 @@ pub use packet::{decode, Decoded, FlowKey, FlowProto, L3};
 pub use transport::{App, L4};
 
 #[cfg(test)]
-mod agreement_tests;
-#[cfg(test)]
 mod tests;
 pub mod fastpath;

@@ -291,4 +291,15 @@ proptest! {
     fn mutated_corpus_agrees_with_the_decoder((lt, data) in mutated_frame()) {
         check_decoder(lt, &data);
     }
+
+    #[test]
+    fn random_ip_payloads_agree_with_the_decoder(
+        body in proptest::collection::vec(any::<u8>(), 0..80),
+        proto in proptest::sample::select(vec![6u8, 17, 1, 58, 43, 44, 51, 60, 0]),
+    ) {
+        let v4 = testdata::ipv4(proto, [10, 0, 0, 1], [10, 0, 0, 2], 0, 0, &body);
+        check_decoder(linktype::ETHERNET, &testdata::ethernet(0x0800, &[], &v4));
+        let v6 = testdata::ipv6(testdata::V6A, testdata::V6B, &[], proto, &body);
+        check_decoder(linktype::ETHERNET, &testdata::ethernet(0x86DD, &[], &v6));
+    }
 }
