@@ -264,14 +264,17 @@ fn run<T: Clone>(shared: Arc<Shared<T>>, mut source: SourceFn<T>, cancel: Cancel
         if bs.state == BranchState::FanoutClosed {
             b.queue.clear();
         }
-        drop(bs);
-        b.queue.finish();
     }
+    // The terminal state is recorded before any branch ends, so a consumer that sees its
+    // branch finish reads the final state in `stats()`.
     let mut st = lock(&shared.status);
     st.failed = st.error.is_some();
     st.ended = Some(Instant::now());
     st.done = true;
     drop(st);
+    for b in &shared.branches {
+        b.queue.finish();
+    }
     shared.done_cv.notify_all();
 }
 
