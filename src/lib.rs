@@ -19,6 +19,7 @@ pub mod capture;
 pub mod decode;
 pub mod error;
 pub mod flow;
+mod libpcap;
 pub mod pcap;
 pub mod perf;
 pub mod source;

@@ -7,13 +7,14 @@
 //! runs once a packet arrives), so this is what lets `duration`, `idle_timeout` and stop
 //! requests take effect on an idle device.
 
-use std::ffi::{c_char, c_int, c_uchar, c_uint, c_void, CStr, CString};
+use std::ffi::{c_char, c_int, c_uchar, c_uint, CStr, CString};
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
+use crate::libpcap::*;
 use crate::source::RawPacket;
 
 const ERRBUF_SIZE: usize = 256;
@@ -22,73 +23,6 @@ const TSTAMP_PRECISION_NANO: c_int = 1;
 const ERROR_NO_SUCH_DEVICE: c_int = -5;
 const ERROR_PERM_DENIED: c_int = -8;
 const ERROR_PROMISC_PERM_DENIED: c_int = -11;
-
-#[repr(C)]
-struct PcapT {
-    _opaque: [u8; 0],
-}
-
-#[repr(C)]
-struct PktHdr {
-    ts: libc::timeval,
-    caplen: u32,
-    len: u32,
-}
-
-#[repr(C)]
-struct BpfProgram {
-    bf_len: c_uint,
-    bf_insns: *mut c_void,
-}
-
-#[repr(C)]
-struct PcapStat {
-    ps_recv: c_uint,
-    ps_drop: c_uint,
-    ps_ifdrop: c_uint,
-}
-
-#[link(name = "pcap")]
-extern "C" {
-    fn pcap_create(source: *const c_char, errbuf: *mut c_char) -> *mut PcapT;
-    fn pcap_set_snaplen(p: *mut PcapT, snaplen: c_int) -> c_int;
-    fn pcap_set_promisc(p: *mut PcapT, promisc: c_int) -> c_int;
-    fn pcap_set_timeout(p: *mut PcapT, to_ms: c_int) -> c_int;
-    fn pcap_set_buffer_size(p: *mut PcapT, size: c_int) -> c_int;
-    fn pcap_set_immediate_mode(p: *mut PcapT, on: c_int) -> c_int;
-    fn pcap_set_tstamp_precision(p: *mut PcapT, precision: c_int) -> c_int;
-    fn pcap_get_tstamp_precision(p: *mut PcapT) -> c_int;
-    fn pcap_activate(p: *mut PcapT) -> c_int;
-    fn pcap_open_offline_with_tstamp_precision(
-        fname: *const c_char,
-        precision: c_uint,
-        errbuf: *mut c_char,
-    ) -> *mut PcapT;
-    fn pcap_close(p: *mut PcapT);
-    fn pcap_geterr(p: *mut PcapT) -> *mut c_char;
-    fn pcap_statustostr(status: c_int) -> *const c_char;
-    fn pcap_lookupnet(
-        device: *const c_char,
-        net: *mut u32,
-        mask: *mut u32,
-        errbuf: *mut c_char,
-    ) -> c_int;
-    fn pcap_compile(
-        p: *mut PcapT,
-        fp: *mut BpfProgram,
-        s: *const c_char,
-        optimize: c_int,
-        netmask: u32,
-    ) -> c_int;
-    fn pcap_setfilter(p: *mut PcapT, fp: *mut BpfProgram) -> c_int;
-    fn pcap_freecode(fp: *mut BpfProgram);
-    fn pcap_setnonblock(p: *mut PcapT, nonblock: c_int, errbuf: *mut c_char) -> c_int;
-    fn pcap_get_selectable_fd(p: *mut PcapT) -> c_int;
-    fn pcap_next_ex(p: *mut PcapT, hdr: *mut *mut PktHdr, data: *mut *const c_uchar) -> c_int;
-    fn pcap_stats(p: *mut PcapT, ps: *mut PcapStat) -> c_int;
-    fn pcap_datalink(p: *mut PcapT) -> c_int;
-    fn pcap_lib_version() -> *const c_char;
-}
 
 /// libpcap's version string (`pcap_lib_version`).
 pub fn libpcap_version() -> String {

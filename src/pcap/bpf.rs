@@ -4,48 +4,15 @@
 //! The program sees the packet's caplen and wirelen, so `len`/`greater`/`less` filters
 //! test the length on the wire, as they do in libpcap.
 
-use std::ffi::{c_char, c_int, c_uint, CStr, CString};
+use std::ffi::{c_int, CStr, CString};
 use std::ptr::NonNull;
 
 use crate::error::{Error, Result};
+use crate::libpcap::{
+    pcap_close, pcap_compile, pcap_freecode, pcap_geterr, pcap_offline_filter, pcap_open_dead,
+    BpfProgram, PktHdr,
+};
 use crate::source::RawPacket;
-
-/// libpcap's `struct bpf_program`.
-#[repr(C)]
-struct RawProgram {
-    bf_len: c_uint,
-    bf_insns: *mut std::ffi::c_void,
-}
-
-/// libpcap's `struct pcap_pkthdr`.
-#[repr(C)]
-struct PktHdr {
-    ts: libc::timeval,
-    caplen: u32,
-    len: u32,
-}
-
-#[repr(C)]
-struct PcapT {
-    _private: [u8; 0],
-}
-
-// libpcap's documented C entry points.
-#[link(name = "pcap")]
-extern "C" {
-    fn pcap_open_dead(linktype: c_int, snaplen: c_int) -> *mut PcapT;
-    fn pcap_close(p: *mut PcapT);
-    fn pcap_compile(
-        p: *mut PcapT,
-        fp: *mut RawProgram,
-        s: *const c_char,
-        optimize: c_int,
-        netmask: u32,
-    ) -> c_int;
-    fn pcap_geterr(p: *mut PcapT) -> *mut c_char;
-    fn pcap_freecode(fp: *mut RawProgram);
-    fn pcap_offline_filter(fp: *const RawProgram, h: *const PktHdr, pkt: *const u8) -> c_int;
-}
 
 /// The DLT value libpcap's `pcap_open_dead` expects for a file's LINKTYPE value.
 ///
@@ -70,7 +37,7 @@ const RAW_DLT: u32 = 12;
 pub struct BpfFilter {
     expr: String,
     linktype: u32,
-    program: RawProgram,
+    program: BpfProgram,
 }
 
 // SAFETY: the program is plain memory owned by this value; `pcap_offline_filter` only
@@ -100,7 +67,7 @@ impl BpfFilter {
                 "libpcap cannot open a handle for link type {linktype}"
             ))
         })?;
-        let mut program = RawProgram {
+        let mut program = BpfProgram {
             bf_len: 0,
             bf_insns: std::ptr::null_mut(),
         };
