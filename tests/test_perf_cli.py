@@ -44,6 +44,9 @@ def test_overrides_and_equals_form():
         "peer-c-pcap-next-ex", "peer-dpkt-raw", "peer-dpkt-5tuple", "peer-scapy-raw", "peer-scapy-decode",
     ]
     assert opts.peers
+    # peers named in --scenarios are the choice: --peers adds no others
+    named = cli.parse_args(["--scenarios", "raw-seq,peer-dpkt-raw", "--peers"])
+    assert named.offline_scenarios() == ["raw-seq", "peer-dpkt-raw"]
 
 
 def test_peers_are_added_to_the_default_scenarios():

@@ -108,8 +108,9 @@ class Options:
             return known
         allowed = config.OFFLINE_SCENARIOS + config.PEER_SCENARIOS
         chosen = [s for s in allowed if s in self.scenarios]
-        if self.peers:
-            chosen += [s for s in config.PEER_SCENARIOS if s not in chosen]
+        if self.peers and not any(s in config.PEER_SCENARIOS for s in chosen):
+            # --peers with only paclo scenarios named: compare them with every peer.
+            chosen += list(config.PEER_SCENARIOS)
         return chosen
 
 
