@@ -10,8 +10,8 @@ import sys
 import time
 from collections.abc import Callable
 
-# Metrics summarised as {median, min, max} when present (not None) in at least one run.
-SUMMARY_METRICS = (
+# What the worker measures for every run, offline and live.
+MEASURED_METRICS = (
     "elapsed_ns",
     "packets_per_sec",
     "mb_per_sec",
@@ -26,6 +26,10 @@ SUMMARY_METRICS = (
     "gc_time_ms",
     "peak_rss_bytes",
     "process_cpu_ns",
+)
+
+# Metrics summarised as {median, min, max} when present (not None) in at least one run.
+SUMMARY_METRICS = MEASURED_METRICS + (
     "unique_flows",
     "realized_send_pps",
     "sustained_processed_pps",

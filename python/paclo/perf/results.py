@@ -6,27 +6,10 @@ import json
 import os
 from pathlib import Path
 
+from .metrics import MEASURED_METRICS
+
 # Run metrics copied into load()'s DataFrame, in this order (absent ones become missing values).
-RUN_COLUMNS = (
-    "packets",
-    "bytes",
-    "decode_errors",
-    "unique_flows",
-    "elapsed_ns",
-    "packets_per_sec",
-    "mb_per_sec",
-    "ns_per_packet",
-    "native_allocations",
-    "native_allocations_per_packet",
-    "native_allocated_bytes",
-    "native_allocated_bytes_per_packet",
-    "python_allocated_bytes",
-    "python_allocated_bytes_per_packet",
-    "gc_count",
-    "gc_time_ms",
-    "peak_rss_bytes",
-    "process_cpu_ns",
-)
+RUN_COLUMNS = ("packets", "bytes", "decode_errors", "unique_flows") + MEASURED_METRICS
 
 
 def read_results(source) -> dict:
