@@ -235,14 +235,18 @@ fn interruptible<T: Send>(
     let result = if parallel {
         let stop = AtomicBool::new(false);
         let flag = || stop.load(Ordering::Relaxed);
+        let done = AtomicBool::new(false);
         std::thread::scope(|s| {
             let waiter = std::thread::current();
+            let done = &done;
             let worker = s.spawn(move || {
                 let out = work(&flag);
+                // Set before the wake-up, so the waiter does not park again for nothing.
+                done.store(true, Ordering::Release);
                 waiter.unpark();
                 out
             });
-            while !worker.is_finished() {
+            while !done.load(Ordering::Acquire) && !worker.is_finished() {
                 py.detach(|| std::thread::park_timeout(SIGNAL_POLL));
                 if let Err(e) = py.check_signals() {
                     stop.store(true, Ordering::Relaxed);
