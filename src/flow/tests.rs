@@ -219,3 +219,34 @@ fn rejected_records_count_towards_the_chunk() {
     assert!(matches!(walk, Walk::Stopped));
     assert_eq!((src.i, seen), (chunk, 0));
 }
+
+/// The parallel paths stop too: every rayon task asks the shared check, and a stopped
+/// call gives `None`, while a call that is not stopped still reads every file.
+#[test]
+fn files_stop_in_parallel_and_in_order() {
+    use crate::perf::datasets::{generate, Case};
+    use std::sync::atomic::{AtomicU32, Ordering};
+    let dir = std::env::temp_dir().join(format!("paclo-flow-stop-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("udp.pcap");
+    let n = 3 * CHUNK_RECORDS as u64;
+    generate(Case::parse("udp-64").unwrap(), n, &path).unwrap();
+    let paths = vec![path.clone(), path.clone(), path];
+    let keep = |_: &FileReader| -> Result<Box<dyn PacketFilter>> { Ok(Box::new(KeepAll)) };
+    let asked = AtomicU32::new(0);
+    let count = || {
+        asked.fetch_add(1, Ordering::Relaxed);
+        false
+    };
+    let (b, _) = project_files(&paths, &keep, 1 << 20, &count).unwrap().unwrap();
+    assert_eq!(b.iter().map(|b| b.num_rows() as u64).sum::<u64>(), 3 * n);
+    // Each file asks after each of its three full chunks.
+    assert_eq!(asked.load(Ordering::Relaxed), 9);
+    assert!(project_files(&paths, &keep, 1 << 20, &|| true).unwrap().is_none());
+    for opts in [FlowOptions::default(), FlowOptions { idle_timeout_ns: Some(1_000_000_000), ..Default::default() }] {
+        let (t, _) = flows_files(&paths, &keep, opts, &never).unwrap().unwrap();
+        assert_eq!(t.counts().0, 3 * n);
+        assert!(flows_files(&paths, &keep, opts, &|| true).unwrap().is_none());
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
