@@ -100,6 +100,22 @@ def test_ctrl_c_interrupts_flows_of_one_file(big, filter):
     assert _open_handles(big) == 0
 
 
+@pytest.mark.parametrize("function", ["project", "flows"])
+def test_ctrl_c_interrupts_a_reader_source(big, function):
+    """A Reader source is read through its file: the interrupted call closes what it
+    opened and leaves the Reader as it was."""
+    reader = paclo.read(big)
+    held = _open_handles(big)
+    result = None
+    with keyboard_interrupt_after(ALARM), pytest.raises(KeyboardInterrupt) as excinfo:
+        result = getattr(paclo, function)(reader)
+    assert result is None
+    _raised_inside(excinfo, function, "_paclo.flow_")
+    assert _open_handles(big) == held
+    assert next(iter(reader)).caplen == 64
+    reader.close()
+
+
 @pytest.mark.parametrize("idle_timeout", [None, 60], ids=["parallel", "in-order"])
 def test_ctrl_c_interrupts_flows_of_files(big, small, idle_timeout):
     """A list of files is read on worker threads (one rayon task per file, or in order
