@@ -1,7 +1,9 @@
 """Flow projection and flow tables as Arrow tables.
 
 Every table is built natively (the GIL released) and crosses into Python through the
-Arrow PyCapsule interface, so pyarrow, polars and duckdb read it without a copy.
+Arrow PyCapsule interface, so pyarrow, polars and duckdb read it without a copy. The
+native loops check for signals between chunks of records: Ctrl-C raises
+KeyboardInterrupt mid-file.
 Addresses are ``fixed_size_binary(16)``: IPv6 as is, IPv4 as IPv4-mapped IPv6
 (``::ffff:a.b.c.d``); ``ip_to_str`` turns such a column into text.
 """
@@ -127,15 +129,16 @@ def _topn(source: Any, n: int, *, by: str, bidirectional: bool, filter: str | No
 def read_batches(path: str | os.PathLike[str], *, batch_size: int = 65536, filter: str | None = None) -> Iterator[pa.RecordBatch]:
     """Raw packets as pyarrow RecordBatches (``ts_ns, caplen, wirelen, data``), read lazily.
 
-    A truncated last record raises after the batches before it were yielded.
+    A truncated last record raises after the batches before it were yielded. Ctrl-C
+    raises KeyboardInterrupt while a batch is read; the iterator stays usable.
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer, not {batch_size!r}")
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
     stream = _paclo.read_batches(os.fspath(path), batch_size=batch_size, filter=_check_filter(filter))
-    reader = pa.RecordBatchReader.from_stream(stream)
-    return iter(reader)
+    # Iterating the native stream yields pyarrow batches; it checks for signals itself.
+    return stream
 
 
 def _to_fixed16(arr: pa.Array) -> pa.Array:

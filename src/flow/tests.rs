@@ -43,7 +43,7 @@ fn projection_allocates_per_batch_only() {
     let run = |count: usize| {
         let mut src = Cycle { frames: frames.clone(), count, i: 0 };
         let before = thread_counts();
-        let (batches, warn) = project_source(&mut src, &mut KeepAll, batch).unwrap();
+        let (batches, warn) = project_source(&mut src, &mut KeepAll, batch, &never).unwrap().unwrap();
         let spent = thread_counts().since(before);
         assert!(warn.is_none());
         assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), count);
@@ -66,8 +66,9 @@ fn flow_table_allocates_per_flow_only() {
         let mut src = Cycle { frames: frames.clone(), count, i: 0 };
         let mut table = FlowTable::new(opts);
         let before = thread_counts();
-        flows_source(&mut src, &mut KeepAll, &mut table).unwrap();
+        let walk = flows_source(&mut src, &mut KeepAll, &mut table, &never).unwrap();
         let spent = thread_counts().since(before);
+        assert!(matches!(walk, Walk::Done(None)));
         assert_eq!(table.len(), 100);
         spent.allocs
     };
@@ -86,7 +87,7 @@ fn projection_columns_hold_the_fields() {
         ethernet(0x0800, &[], &ipv4(17, [1, 2, 3, 4], [5, 6, 7, 8], 0x0010, 0, &[0; 12])),
     ];
     let mut src = Cycle { frames, count: 3, i: 0 };
-    let (b, _) = project_source(&mut src, &mut KeepAll, 2).unwrap();
+    let (b, _) = project_source(&mut src, &mut KeepAll, 2, &never).unwrap().unwrap();
     assert_eq!(b.len(), 2);
     let t = arrow_select_concat(&b);
     let ipv = t[3].as_primitive::<UInt8Type>();
@@ -172,4 +173,80 @@ fn merged_tables_equal_one_pass() {
     let batch = part1.to_batch();
     assert_eq!(batch, whole.to_batch());
     assert_eq!(batch.column(7).as_primitive::<UInt64Type>().values().iter().sum::<u64>(), 1000);
+}
+
+#[test]
+fn stop_is_asked_once_per_chunk_and_ends_the_walk() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    let frames = udp_frames(3);
+    let chunk = CHUNK_RECORDS as usize;
+    // Never stopping: asked once per full chunk read, results as without a check.
+    let asked = AtomicU32::new(0);
+    let ask = || {
+        asked.fetch_add(1, Ordering::Relaxed);
+        false
+    };
+    let mut src = Cycle { frames: frames.clone(), count: 3 * chunk + 5, i: 0 };
+    let (b, _) = project_source(&mut src, &mut KeepAll, 1 << 20, &ask).unwrap().unwrap();
+    assert_eq!(b.iter().map(|b| b.num_rows()).sum::<usize>(), 3 * chunk + 5);
+    assert_eq!(asked.load(Ordering::Relaxed), 3);
+    // Stopping at the second check: the walk has read two chunks, no more.
+    let asked = AtomicU32::new(0);
+    let second = || asked.fetch_add(1, Ordering::Relaxed) == 1;
+    let mut src = Cycle { frames: frames.clone(), count: 10 * chunk, i: 0 };
+    assert!(project_source(&mut src, &mut KeepAll, 1024, &second).unwrap().is_none());
+    assert_eq!(src.i, 2 * chunk);
+    let mut table = FlowTable::new(FlowOptions::default());
+    let mut src = Cycle { frames, count: 10 * chunk, i: 0 };
+    assert!(matches!(flows_source(&mut src, &mut KeepAll, &mut table, &|| true).unwrap(), Walk::Stopped));
+    assert_eq!(src.i, chunk);
+}
+
+/// Rejected records count towards the chunk: a filter that keeps nothing is still
+/// interruptible.
+#[test]
+fn rejected_records_count_towards_the_chunk() {
+    struct KeepNone;
+    impl PacketFilter for KeepNone {
+        fn keep(&mut self, _pkt: &RawPacket<'_>) -> Result<bool> {
+            Ok(false)
+        }
+    }
+    let chunk = CHUNK_RECORDS as usize;
+    let mut src = Cycle { frames: udp_frames(1), count: 5 * chunk, i: 0 };
+    let mut seen = 0;
+    let walk = for_each_packet(&mut src, &mut KeepNone, &|| true, |_| seen += 1).unwrap();
+    assert!(matches!(walk, Walk::Stopped));
+    assert_eq!((src.i, seen), (chunk, 0));
+}
+
+/// The parallel paths stop too: every rayon task asks the shared check, and a stopped
+/// call gives `None`, while a call that is not stopped still reads every file.
+#[test]
+fn files_stop_in_parallel_and_in_order() {
+    use crate::perf::datasets::{generate, Case};
+    use std::sync::atomic::{AtomicU32, Ordering};
+    let dir = std::env::temp_dir().join(format!("paclo-flow-stop-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("udp.pcap");
+    let n = 3 * CHUNK_RECORDS as u64;
+    generate(Case::parse("udp-64").unwrap(), n, &path).unwrap();
+    let paths = vec![path.clone(), path.clone(), path];
+    let keep = |_: &FileReader| -> Result<Box<dyn PacketFilter>> { Ok(Box::new(KeepAll)) };
+    let asked = AtomicU32::new(0);
+    let count = || {
+        asked.fetch_add(1, Ordering::Relaxed);
+        false
+    };
+    let (b, _) = project_files(&paths, &keep, 1 << 20, &count).unwrap().unwrap();
+    assert_eq!(b.iter().map(|b| b.num_rows() as u64).sum::<u64>(), 3 * n);
+    // Each file asks after each of its three full chunks.
+    assert_eq!(asked.load(Ordering::Relaxed), 9);
+    assert!(project_files(&paths, &keep, 1 << 20, &|| true).unwrap().is_none());
+    for opts in [FlowOptions::default(), FlowOptions { idle_timeout_ns: Some(1_000_000_000), ..Default::default() }] {
+        let (t, _) = flows_files(&paths, &keep, opts, &never).unwrap().unwrap();
+        assert_eq!(t.counts().0, 3 * n);
+        assert!(flows_files(&paths, &keep, opts, &|| true).unwrap().is_none());
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }

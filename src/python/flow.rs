@@ -2,11 +2,14 @@
 //!
 //! Tables leave Rust through the Arrow PyCapsule interface: [`ArrowStream`] exposes
 //! `__arrow_c_stream__` and `__arrow_c_schema__`, which pyarrow, polars and duckdb import
-//! without copying. Native loops run with the GIL released.
+//! without copying. Native loops run with the GIL released and check for signals
+//! (Ctrl-C) between chunks of [`flow::CHUNK_RECORDS`] records.
 
 use std::ffi::CString;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
+use std::time::Duration;
 
 use arrow_array::ffi::FFI_ArrowSchema;
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
@@ -21,7 +24,7 @@ use super::error::TruncatedCaptureWarning;
 use crate::decode::addr;
 use crate::decode::fastpath::{self, FlowFields};
 use crate::error::{Error, Result};
-use crate::flow::{self, columns, FlowKey, FlowOptions, FlowTable, KeepAll, PacketFilter, RawBatchBuilder};
+use crate::flow::{self, columns, FlowKey, FlowOptions, FlowTable, KeepAll, PacketFilter, RawBatchBuilder, Stop};
 use crate::pcap::bpf::FileFilter;
 use crate::pcap::FileReader;
 use crate::source::{PacketSource, RawPacket};
@@ -94,17 +97,27 @@ fn warn_truncated(py: Python<'_>, warn: Option<Error>) -> PyResult<()> {
 
 type BoxedReader = Box<dyn RecordBatchReader + Send>;
 
-/// A stream of Arrow record batches, exported once through the Arrow PyCapsule interface.
+/// What an [`ArrowStream`] holds until it is consumed.
+enum Content {
+    /// Batches built already, or any other reader.
+    Batches(BoxedReader),
+    /// The raw packets of a file, read as they are asked for.
+    Raw(Box<RawReader>),
+}
+
+/// A stream of Arrow record batches, exported once through the Arrow PyCapsule interface,
+/// or iterated as pyarrow RecordBatches (the stream of `read_batches` is read as it is
+/// iterated, and checks for signals while it reads).
 #[pyclass(module = "paclo._paclo", frozen)]
 pub struct ArrowStream {
     schema: SchemaRef,
-    reader: Mutex<Option<BoxedReader>>,
+    reader: Mutex<Option<Content>>,
 }
 
 impl ArrowStream {
     fn from_batches(schema: SchemaRef, batches: Vec<RecordBatch>) -> Self {
         let it = RecordBatchIterator::new(batches.into_iter().map(Ok), schema.clone());
-        ArrowStream { schema, reader: Mutex::new(Some(Box::new(it))) }
+        ArrowStream { schema, reader: Mutex::new(Some(Content::Batches(Box::new(it)))) }
     }
 }
 
@@ -125,14 +138,140 @@ impl ArrowStream {
         requested_schema: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyCapsule>> {
         let _ = requested_schema;
-        let reader = self
+        let reader: BoxedReader = match self
             .reader
-            .lock()
-            .map_err(|_| PyRuntimeError::new_err("stream lock poisoned"))?
+            .try_lock()
+            .map_err(|_| PyRuntimeError::new_err("this Arrow stream is being read by another thread"))?
             .take()
-            .ok_or_else(|| PyRuntimeError::new_err("this Arrow stream was already consumed"))?;
+            .ok_or_else(|| PyRuntimeError::new_err("this Arrow stream was already consumed"))?
+        {
+            Content::Batches(r) => r,
+            Content::Raw(r) => r,
+        };
         PyCapsule::new_with_value(py, FFI_ArrowArrayStream::new(reader), c"arrow_array_stream")
     }
+
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    /// The next batch as a pyarrow RecordBatch (pyarrow is imported on first use). A
+    /// `read_batches` stream reads with the GIL released and checks for signals between
+    /// chunks of records and before it returns a batch, so Ctrl-C raises
+    /// KeyboardInterrupt here and loses no batch: the stream stays open and goes on where
+    /// it stopped. At the end or after an error the file is closed.
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        let mut guard = self
+            .reader
+            .try_lock()
+            .map_err(|_| PyRuntimeError::new_err("this Arrow stream is being read by another thread"))?;
+        let batch = match guard.as_mut() {
+            None => return Ok(None),
+            Some(Content::Batches(r)) => match r.next() {
+                Some(Ok(b)) => b,
+                Some(Err(e)) => {
+                    *guard = None;
+                    return Err(PyRuntimeError::new_err(e.to_string()));
+                }
+                None => {
+                    *guard = None;
+                    return Ok(None);
+                }
+            },
+            Some(Content::Raw(raw)) => {
+                if let Some(b) = raw.ready.take() {
+                    return Ok(Some(b));
+                }
+                loop {
+                    match py.detach(|| raw.pull()) {
+                        Ok(Pull::Batch(b)) => break b,
+                        Ok(Pull::Pending) => py.check_signals()?,
+                        Ok(Pull::End) => {
+                            *guard = None;
+                            return Ok(None);
+                        }
+                        Err(e) => {
+                            *guard = None;
+                            return Err(e.into());
+                        }
+                    }
+                }
+            }
+        };
+        let one = ArrowStream::from_batches(self.schema.clone(), vec![batch]);
+        let out = py
+            .import("pyarrow")?
+            .getattr("RecordBatchReader")?
+            .call_method1("from_stream", (one,))?
+            .call_method0("read_next_batch")?
+            .unbind();
+        if let Some(Content::Raw(raw)) = guard.as_mut() {
+            // A signal that arrived while the batch was read: raise now, keep the batch.
+            if let Err(e) = py.check_signals() {
+                raw.ready = Some(out);
+                return Err(e);
+            }
+        }
+        Ok(Some(out))
+    }
+}
+
+/// How often a call waiting for worker threads wakes to check for signals.
+const SIGNAL_POLL: Duration = Duration::from_millis(10);
+
+/// Run `work` with the GIL released, passing it a [`Stop`] check that runs the Python
+/// signal handlers: the native loop calls it between chunks of records, and a handler's
+/// exception (KeyboardInterrupt for Ctrl-C) ends the loop and is raised here.
+///
+/// With `parallel`, `work` (which fans out to rayon) runs on a scoped thread while this
+/// thread wakes every [`SIGNAL_POLL`] to check for signals; on an exception it sets the
+/// flag the workers' check reads and joins them before raising.
+fn interruptible<T: Send>(
+    py: Python<'_>,
+    parallel: bool,
+    work: impl FnOnce(Stop<'_>) -> Result<Option<T>> + Send,
+) -> PyResult<T> {
+    let raised: Mutex<Option<PyErr>> = Mutex::new(None);
+    let result = if parallel {
+        let stop = AtomicBool::new(false);
+        let flag = || stop.load(Ordering::Relaxed);
+        let done = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let waiter = std::thread::current();
+            let done = &done;
+            let worker = s.spawn(move || {
+                let out = work(&flag);
+                // Set before the wake-up, so the waiter does not park again for nothing.
+                done.store(true, Ordering::Release);
+                waiter.unpark();
+                out
+            });
+            while !done.load(Ordering::Acquire) && !worker.is_finished() {
+                py.detach(|| std::thread::park_timeout(SIGNAL_POLL));
+                if let Err(e) = py.check_signals() {
+                    stop.store(true, Ordering::Relaxed);
+                    *raised.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                    break;
+                }
+            }
+            py.detach(|| worker.join()).unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })
+    } else {
+        let check = || {
+            Python::attach(|py| match py.check_signals() {
+                Ok(()) => false,
+                Err(e) => {
+                    *raised.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                    true
+                }
+            })
+        };
+        py.detach(|| work(&check))
+    };
+    if let Some(e) = raised.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(e);
+    }
+    result?.ok_or_else(|| PyRuntimeError::new_err("a native loop stopped without a signal"))
 }
 
 fn nonempty(paths: Vec<PathBuf>) -> PyResult<Vec<PathBuf>> {
@@ -157,7 +296,8 @@ fn flow_project(py: Python<'_>, paths: Vec<PathBuf>, filter: Option<String>, bat
         return Err(PyValueError::new_err("batch_size must be a positive integer"));
     }
     let make = factory(filter);
-    let (batches, warn) = py.detach(|| flow::project_files(&paths, &make, batch_size))?;
+    let parallel = paths.len() > 1;
+    let (batches, warn) = interruptible(py, parallel, |stop| flow::project_files(&paths, &make, batch_size, stop))?;
     warn_truncated(py, warn)?;
     Ok(ArrowStream::from_batches(columns::projection_schema(), batches))
 }
@@ -178,7 +318,8 @@ fn build_table(
 ) -> PyResult<FlowTable> {
     let paths = nonempty(paths)?;
     let make = factory(filter);
-    let (table, warn) = py.detach(|| flow::flows_files(&paths, &make, opts))?;
+    let parallel = paths.len() > 1;
+    let (table, warn) = interruptible(py, parallel, |stop| flow::flows_files(&paths, &make, opts, stop))?;
     warn_truncated(py, warn)?;
     Ok(table)
 }
@@ -286,47 +427,69 @@ struct RawReader {
     pending: Option<Error>,
     done: bool,
     schema: SchemaRef,
+    /// A batch converted for Python and held back by a signal, returned next.
+    ready: Option<Py<PyAny>>,
+}
+
+/// What one [`RawReader::pull`] found.
+enum Pull {
+    Batch(RecordBatch),
+    /// [`flow::CHUNK_RECORDS`] records were read without filling a batch: call again.
+    Pending,
+    End,
+}
+
+impl RawReader {
+    /// The next batch, reading at most [`flow::CHUNK_RECORDS`] records (kept or rejected
+    /// by the filter) before returning `Pending`. A read error after some rows first
+    /// returns those rows, then the error.
+    fn pull(&mut self) -> Result<Pull> {
+        if let Some(e) = self.pending.take() {
+            return Err(e);
+        }
+        if self.done {
+            return Ok(Pull::End);
+        }
+        for _ in 0..flow::CHUNK_RECORDS {
+            match self.source.next_packet() {
+                Ok(Some(pkt)) => {
+                    if self.filter.keep(&pkt).inspect_err(|_| self.done = true)? {
+                        self.builder.push(&pkt);
+                        if self.builder.is_full() {
+                            return Ok(self.builder.finish().map_or(Pull::Pending, Pull::Batch));
+                        }
+                    }
+                }
+                Ok(None) => {
+                    self.done = true;
+                    return Ok(self.builder.finish().map_or(Pull::End, Pull::Batch));
+                }
+                Err(e) => {
+                    self.done = true;
+                    return match self.builder.finish() {
+                        Some(b) => {
+                            self.pending = Some(e);
+                            Ok(Pull::Batch(b))
+                        }
+                        None => Err(e),
+                    };
+                }
+            }
+        }
+        Ok(Pull::Pending)
+    }
 }
 
 impl Iterator for RawReader {
     type Item = std::result::Result<RecordBatch, ArrowError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if let Some(e) = self.pending.take() {
-            return Some(Err(ArrowError::ExternalError(Box::new(e))));
-        }
-        if self.done {
-            return None;
-        }
         loop {
-            match self.source.next_packet() {
-                Ok(Some(pkt)) => match self.filter.keep(&pkt) {
-                    Ok(true) => {
-                        self.builder.push(&pkt);
-                        if self.builder.is_full() {
-                            return self.builder.finish().map(Ok);
-                        }
-                    }
-                    Ok(false) => {}
-                    Err(e) => {
-                        self.done = true;
-                        return Some(Err(ArrowError::ExternalError(Box::new(e))));
-                    }
-                },
-                Ok(None) => {
-                    self.done = true;
-                    return self.builder.finish().map(Ok);
-                }
-                Err(e) => {
-                    self.done = true;
-                    match self.builder.finish() {
-                        Some(b) => {
-                            self.pending = Some(e);
-                            return Some(Ok(b));
-                        }
-                        None => return Some(Err(ArrowError::ExternalError(Box::new(e)))),
-                    }
-                }
+            match self.pull() {
+                Ok(Pull::Batch(b)) => return Some(Ok(b)),
+                Ok(Pull::Pending) => {}
+                Ok(Pull::End) => return None,
+                Err(e) => return Some(Err(ArrowError::ExternalError(Box::new(e)))),
             }
         }
     }
@@ -338,7 +501,8 @@ impl RecordBatchReader for RawReader {
     }
 }
 
-/// Raw packets of `path` as a lazy Arrow stream of batches.
+/// Raw packets of `path` as a lazy Arrow stream of batches (iterated, or exported whole
+/// through the PyCapsule interface).
 #[pyfunction]
 #[pyo3(signature = (path, *, batch_size = 65536, filter = None))]
 fn read_batches(path: PathBuf, batch_size: usize, filter: Option<String>) -> PyResult<ArrowStream> {
@@ -355,8 +519,9 @@ fn read_batches(path: PathBuf, batch_size: usize, filter: Option<String>) -> PyR
         pending: None,
         done: false,
         schema: schema.clone(),
+        ready: None,
     };
-    Ok(ArrowStream { schema, reader: Mutex::new(Some(Box::new(reader))) })
+    Ok(ArrowStream { schema, reader: Mutex::new(Some(Content::Raw(Box::new(reader)))) })
 }
 
 /// Text of the 16-byte addresses in `buf` (None where the `valid` byte is 0); `versions`
