@@ -265,10 +265,7 @@ def test_progress_draws_nothing_when_stderr_is_not_a_tty(tmp_path, capfd):
 def test_decode_full_goes_through_the_decoder(tmp_path):
     p = write(tmp_path, "c.pcap", classic(RECS))
     pkt = next(iter(paclo.read(p)))
-    try:
-        via_packet = pkt.decode()
-    except NotImplementedError:
-        pytest.skip("the decoder (decode='full') is not merged into this branch yet")
+    via_packet = pkt.decode()
     via_reader = next(iter(paclo.read(p, decode="full")))
     assert via_packet == via_reader
 
