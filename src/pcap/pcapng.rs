@@ -125,6 +125,20 @@ enum Step<'a> {
     Other,
 }
 
+/// The fields an enhanced or obsolete packet block carries, read in its own layout.
+struct PacketFields {
+    /// Interface id.
+    id: u32,
+    /// Timestamp in the interface's units.
+    ts: u64,
+    caplen: u32,
+    wirelen: u32,
+    /// Offset of the packet data in the block body.
+    at: usize,
+    /// The block's name in error messages.
+    kind: &'static str,
+}
+
 /// Walks the blocks of a pcapng file and yields its packets.
 #[derive(Clone, Debug)]
 pub struct NgCursor {
@@ -304,16 +318,9 @@ impl NgCursor {
                         len
                     )));
                 };
-                let iface = self.interface(id, &format)?;
-                check_snaplen(&iface, id, caplen, &format)?;
-                let data = packet_data(body, EPB_DATA, caplen, "enhanced", &format)?;
-                Step::Packet(RawPacket {
-                    ts_ns: iface.ts_ns((u64::from(hi) << 32) | u64::from(lo)),
-                    caplen,
-                    wirelen,
-                    linktype: iface.linktype,
-                    data,
-                })
+                let ts = (u64::from(hi) << 32) | u64::from(lo);
+                let fields = PacketFields { id, ts, caplen, wirelen, at: EPB_DATA, kind: "enhanced" };
+                self.packet(body, fields, &format)?
             }
             BLOCK_PB => {
                 let (Some(id), Some(hi), Some(lo), Some(caplen), Some(wirelen)) = (
@@ -325,16 +332,10 @@ impl NgCursor {
                 ) else {
                     return Err(format(format!("packet block too short: {} bytes", len)));
                 };
-                let iface = self.interface(u32::from(id), &format)?;
-                check_snaplen(&iface, u32::from(id), caplen, &format)?;
-                let data = packet_data(body, PB_DATA, caplen, "obsolete", &format)?;
-                Step::Packet(RawPacket {
-                    ts_ns: iface.ts_ns((u64::from(hi) << 32) | u64::from(lo)),
-                    caplen,
-                    wirelen,
-                    linktype: iface.linktype,
-                    data,
-                })
+                let ts = (u64::from(hi) << 32) | u64::from(lo);
+                let id = u32::from(id);
+                let fields = PacketFields { id, ts, caplen, wirelen, at: PB_DATA, kind: "obsolete" };
+                self.packet(body, fields, &format)?
             }
             BLOCK_SPB => {
                 let wirelen = endian.u32(body, SPB_ORIGLEN).ok_or_else(|| {
@@ -361,6 +362,27 @@ impl NgCursor {
         self.offset = start + len;
         self.index += 1;
         Ok(Some(step))
+    }
+
+    /// The packet of an enhanced or obsolete packet block: its interface's link type,
+    /// snaplen and timestamp resolution applied to the block's fields.
+    #[inline]
+    fn packet<'a>(
+        &self,
+        body: &'a [u8],
+        f: PacketFields,
+        format: &impl Fn(String) -> Issue,
+    ) -> Result<Step<'a>, Issue> {
+        let iface = self.interface(f.id, format)?;
+        check_snaplen(&iface, f.id, f.caplen, format)?;
+        let data = packet_data(body, f.at, f.caplen, f.kind, format)?;
+        Ok(Step::Packet(RawPacket {
+            ts_ns: iface.ts_ns(f.ts),
+            caplen: f.caplen,
+            wirelen: f.wirelen,
+            linktype: iface.linktype,
+            data,
+        }))
     }
 
     #[inline]
