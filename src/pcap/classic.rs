@@ -229,21 +229,7 @@ mod tests {
         7, 8, 9,
     ];
 
-    type Row = (i64, u32, u32, u32, Vec<u8>);
-
-    fn all(buf: &[u8]) -> (Vec<Row>, Option<Issue>) {
-        let mut c = ClassicCursor::new(buf).unwrap();
-        let mut out = Vec::new();
-        loop {
-            match c.next(buf) {
-                Ok(Some(p)) => {
-                    out.push((p.ts_ns, p.caplen, p.wirelen, p.linktype, p.data.to_vec()))
-                }
-                Ok(None) => return (out, None),
-                Err(e) => return (out, Some(e)),
-            }
-        }
-    }
+    use crate::pcap::test_support::read_all as all;
 
     #[test]
     fn big_endian_nanoseconds() {

@@ -105,3 +105,24 @@ pub(crate) fn ts_from_parts(sec: u32, frac: u32, unit_ns: u32) -> i64 {
     // sec < 2^32 and frac * unit_ns < 2^42: the sum stays far below i64::MAX.
     sec as i64 * 1_000_000_000 + frac as i64 * unit_ns as i64
 }
+
+#[cfg(test)]
+pub(crate) mod test_support {
+    use super::{Issue, RecordCursor};
+
+    /// One packet as (ts_ns, caplen, wirelen, linktype, data).
+    pub type Row = (i64, u32, u32, u32, Vec<u8>);
+
+    /// Every packet of a whole file in `buf`, and the issue that ended the walk, if any.
+    pub fn read_all(buf: &[u8]) -> (Vec<Row>, Option<Issue>) {
+        let mut c = RecordCursor::new(buf).expect("a valid file header");
+        let mut out = Vec::new();
+        loop {
+            match c.next(buf) {
+                Ok(Some(p)) => out.push((p.ts_ns, p.caplen, p.wirelen, p.linktype, p.data.to_vec())),
+                Ok(None) => return (out, None),
+                Err(e) => return (out, Some(e)),
+            }
+        }
+    }
+}

@@ -583,21 +583,7 @@ pub(crate) mod tests {
         }
     }
 
-    type Row = (i64, u32, u32, u32, Vec<u8>);
-
-    fn all(buf: &[u8]) -> (Vec<Row>, Option<Issue>) {
-        let mut c = NgCursor::new(buf).unwrap();
-        let mut out = Vec::new();
-        loop {
-            match c.next(buf) {
-                Ok(Some(p)) => {
-                    out.push((p.ts_ns, p.caplen, p.wirelen, p.linktype, p.data.to_vec()))
-                }
-                Ok(None) => return (out, None),
-                Err(e) => return (out, Some(e)),
-            }
-        }
-    }
+    use crate::pcap::test_support::{read_all as all, Row};
 
     fn expected() -> Vec<Row> {
         vec![
