@@ -20,16 +20,16 @@ pub const MODIFIED_RECORD_HEADER_LEN: usize = 24;
 /// Magic number of a nanosecond file, as read in the file's own byte order.
 pub const MAGIC_NANOS: u32 = 0xa1b2_3c4d;
 
-const HDR_MAGIC: usize = 0;
-const HDR_VERSION_MAJOR: usize = 4;
-const HDR_VERSION_MINOR: usize = 6;
-const HDR_SNAPLEN: usize = 16;
-const HDR_LINKTYPE: usize = 20;
+pub(crate) const HDR_MAGIC: usize = 0;
+pub(crate) const HDR_VERSION_MAJOR: usize = 4;
+pub(crate) const HDR_VERSION_MINOR: usize = 6;
+pub(crate) const HDR_SNAPLEN: usize = 16;
+pub(crate) const HDR_LINKTYPE: usize = 20;
 
-const REC_TS_SEC: usize = 0;
-const REC_TS_FRAC: usize = 4;
-const REC_CAPLEN: usize = 8;
-const REC_WIRELEN: usize = 12;
+pub(crate) const REC_TS_SEC: usize = 0;
+pub(crate) const REC_TS_FRAC: usize = 4;
+pub(crate) const REC_CAPLEN: usize = 8;
+pub(crate) const REC_WIRELEN: usize = 12;
 
 /// The link type lives in the low 16 bits of the header field; the upper bits carry FCS
 /// information (as libpcap's `LT_LINKTYPE`).

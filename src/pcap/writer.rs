@@ -4,9 +4,22 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use super::classic::{MAGIC_MICROS, MAGIC_NANOS};
+use super::classic::{
+    FILE_HEADER_LEN, HDR_LINKTYPE, HDR_MAGIC, HDR_SNAPLEN, HDR_VERSION_MAJOR, HDR_VERSION_MINOR,
+    MAGIC_MICROS, MAGIC_NANOS, RECORD_HEADER_LEN, REC_CAPLEN, REC_TS_FRAC, REC_TS_SEC, REC_WIRELEN,
+};
 use super::MAX_CAPLEN;
 use crate::error::{Error, Result};
+
+/// The format version every writer of classic pcap files records (2.4).
+const VERSION_MAJOR: u16 = 2;
+const VERSION_MINOR: u16 = 4;
+
+/// Copy `bytes` into `buf` at the field offset `at`.
+#[inline]
+fn set(buf: &mut [u8], at: usize, bytes: &[u8]) {
+    buf[at..at + bytes.len()].copy_from_slice(bytes);
+}
 
 const WRITE_BUFFER: usize = 1 << 20;
 
@@ -81,12 +94,12 @@ impl<W: Write> PcapWriter<W> {
         } else {
             MAGIC_MICROS
         };
-        let mut hdr = [0u8; super::classic::FILE_HEADER_LEN];
-        hdr[0..4].copy_from_slice(&magic.to_le_bytes());
-        hdr[4..6].copy_from_slice(&2u16.to_le_bytes());
-        hdr[6..8].copy_from_slice(&4u16.to_le_bytes());
-        hdr[16..20].copy_from_slice(&snaplen.to_le_bytes());
-        hdr[20..24].copy_from_slice(&linktype.to_le_bytes());
+        let mut hdr = [0u8; FILE_HEADER_LEN];
+        set(&mut hdr, HDR_MAGIC, &magic.to_le_bytes());
+        set(&mut hdr, HDR_VERSION_MAJOR, &VERSION_MAJOR.to_le_bytes());
+        set(&mut hdr, HDR_VERSION_MINOR, &VERSION_MINOR.to_le_bytes());
+        set(&mut hdr, HDR_SNAPLEN, &snaplen.to_le_bytes());
+        set(&mut hdr, HDR_LINKTYPE, &linktype.to_le_bytes());
         w.put(&hdr)?;
         Ok(w)
     }
@@ -115,11 +128,11 @@ impl<W: Write> PcapWriter<W> {
         let frac = if self.nanosecond { sub } else { sub / 1_000 };
         let caplen = data.len().min(self.snaplen as usize);
         let wirelen = wirelen.max(caplen as u32);
-        let mut rec = [0u8; super::classic::RECORD_HEADER_LEN];
-        rec[0..4].copy_from_slice(&sec.to_le_bytes());
-        rec[4..8].copy_from_slice(&frac.to_le_bytes());
-        rec[8..12].copy_from_slice(&(caplen as u32).to_le_bytes());
-        rec[12..16].copy_from_slice(&wirelen.to_le_bytes());
+        let mut rec = [0u8; RECORD_HEADER_LEN];
+        set(&mut rec, REC_TS_SEC, &sec.to_le_bytes());
+        set(&mut rec, REC_TS_FRAC, &frac.to_le_bytes());
+        set(&mut rec, REC_CAPLEN, &(caplen as u32).to_le_bytes());
+        set(&mut rec, REC_WIRELEN, &wirelen.to_le_bytes());
         self.put(&rec)?;
         self.put(&data[..caplen])?;
         self.count += 1;

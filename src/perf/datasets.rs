@@ -6,6 +6,7 @@
 use std::path::Path;
 
 use crate::error::{Error, Result};
+use crate::pcap::classic::{FILE_HEADER_LEN, RECORD_HEADER_LEN};
 use crate::pcap::PcapWriter;
 
 /// Snapshot length written in the file header.
@@ -106,8 +107,8 @@ impl Case {
     /// [`Error::InvalidArgument`] when the size does not fit in a `u64`.
     pub fn expected_file_size(self, count: u64) -> Result<u64> {
         count
-            .checked_mul(16)
-            .and_then(|headers| headers.checked_add(24))
+            .checked_mul(RECORD_HEADER_LEN as u64)
+            .and_then(|headers| headers.checked_add(FILE_HEADER_LEN as u64))
             .zip(self.expected_bytes(count).ok())
             .and_then(|(headers, frames)| headers.checked_add(frames))
             .ok_or_else(|| too_large(count))
