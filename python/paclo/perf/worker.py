@@ -88,15 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--binary")
     args = parser.parse_args(argv)
-    try:
-        result = run_worker(args.scenario, args.path, args.count, args.warmups, args.runs, args.binary)
-    except Exception as exc:  # the runner reports stderr; keep the traceback for diagnosis
-        traceback.print_exc(file=sys.stderr)
-        print(f"[worker] {args.scenario} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
-    sys.stdout.write(json.dumps(result))
-    sys.stdout.write("\n")
-    return 0
+    return _emit(args.scenario, lambda: run_worker(
+        args.scenario, args.path, args.count, args.warmups, args.runs, args.binary
+    ))
 
 
 def live_main(argv: list[str]) -> int:
@@ -108,13 +102,22 @@ def live_main(argv: list[str]) -> int:
     parser.add_argument("--ready-file")
     args = parser.parse_args(argv)
     cfg = json.loads(args.config)
-    try:
+
+    def run() -> dict:
         from .live_worker import run_live_worker
 
-        result = run_live_worker(cfg, args.warmups, args.runs, args.ready_file)
+        return run_live_worker(cfg, args.warmups, args.runs, args.ready_file)
+
+    return _emit(cfg.get("scenario"), run)
+
+
+def _emit(scenario, run) -> int:
+    """Run the measurement and print its one JSON object; on failure, the traceback on stderr."""
+    try:
+        result = run()
     except Exception as exc:  # the runner reports stderr; keep the traceback for diagnosis
         traceback.print_exc(file=sys.stderr)
-        print(f"[worker] {cfg.get('scenario')} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"[worker] {scenario} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     sys.stdout.write(json.dumps(result))
     sys.stdout.write("\n")
