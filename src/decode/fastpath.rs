@@ -33,45 +33,28 @@
 
 use std::fmt;
 
-/// Link types the fast path reads (the numbers of the pcap LINKTYPE registry).
+/// Link types the fast path reads: the decoder's (the pcap LINKTYPE registry numbers).
 pub mod linktype {
-    /// BSD loopback, host-endian 4-byte address family.
-    pub const NULL: u32 = 0;
-    /// Ethernet II.
-    pub const ETHERNET: u32 = 1;
-    /// Raw IP (DLT_RAW on most systems).
-    pub const RAW_12: u32 = 12;
-    /// Raw IP (DLT_RAW on OpenBSD).
-    pub const RAW_14: u32 = 14;
-    /// Raw IP (LINKTYPE_RAW).
-    pub const RAW: u32 = 101;
-    /// OpenBSD loopback, big-endian 4-byte address family.
-    pub const LOOP: u32 = 108;
-    /// Linux cooked capture v1.
-    pub const LINUX_SLL: u32 = 113;
-    /// Linux cooked capture v2.
-    pub const LINUX_SLL2: u32 = 276;
+    pub use crate::decode::link::{
+        LINKTYPE_ETHERNET as ETHERNET, LINKTYPE_LINUX_SLL as LINUX_SLL,
+        LINKTYPE_LINUX_SLL2 as LINUX_SLL2, LINKTYPE_LOOP as LOOP, LINKTYPE_NULL as NULL,
+        LINKTYPE_RAW as RAW, LINKTYPE_RAW_BSD as RAW_12, LINKTYPE_RAW_OPENBSD as RAW_14,
+    };
 }
 
-/// The most VLAN tags skipped before giving up on L3.
-pub const MAX_VLAN_TAGS: usize = 3;
-/// The most IPv6 extension headers walked.
-pub const MAX_IPV6_EXT_HEADERS: usize = 16;
+/// The most VLAN tags skipped before giving up on L3 (the decoder's limit).
+pub use crate::decode::link::MAX_VLAN_TAGS;
+/// The most IPv6 extension headers walked (the decoder's limit).
+pub use crate::decode::ipv6_ext::MAX_EXT_HEADERS as MAX_IPV6_EXT_HEADERS;
 
-const ETH_HEADER_LEN: usize = 14;
+use crate::decode::link::{ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETH_HEADER_LEN, SLL_HEADER_LEN, VLAN_TPIDS};
+
 const ETH_TYPE_OFFSET: usize = 12;
 const VLAN_TAG_LEN: usize = 4;
-const SLL_HEADER_LEN: usize = 16;
 const SLL_PROTOCOL_OFFSET: usize = 14;
 const SLL2_HEADER_LEN: usize = 20;
 const NULL_HEADER_LEN: usize = 4;
 
-const ETHERTYPE_IPV4: u16 = 0x0800;
-const ETHERTYPE_IPV6: u16 = 0x86DD;
-const TPID_8021Q: u16 = 0x8100;
-const TPID_8021AD: u16 = 0x88A8;
-const TPID_9100: u16 = 0x9100;
-const TPID_9200: u16 = 0x9200;
 
 const IPV4_MIN_HEADER_LEN: usize = 20;
 const IPV4_TOTAL_LEN_OFFSET: usize = 2;
@@ -284,7 +267,7 @@ fn ether(data: &[u8], mut off: usize, mut et: u16, out: &mut FlowFields) {
     loop {
         match et {
             ETHERTYPE_IPV4 | ETHERTYPE_IPV6 => return ip(&data[off..], out),
-            TPID_8021Q | TPID_8021AD | TPID_9100 | TPID_9200 => {
+            t if VLAN_TPIDS.contains(&t) => {
                 if tags == MAX_VLAN_TAGS {
                     return;
                 }
