@@ -16,13 +16,34 @@ use paclo::decode::fastpath::{self, linktype, FlowFields};
 const COUNT: usize = 1_000_000;
 
 fn frame(tcp: bool, size: usize) -> Vec<u8> {
-    let mut f = vec![0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x08, 0x00];
+    let mut f = vec![
+        0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x08, 0x00,
+    ];
     let ip_len = (size - 14) as u16;
     f.extend_from_slice(&[0x45, 0]);
     f.extend_from_slice(&ip_len.to_be_bytes());
-    f.extend_from_slice(&[0, 1, 0, 0, 64, if tcp { 6 } else { 17 }, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2]);
+    f.extend_from_slice(&[
+        0,
+        1,
+        0,
+        0,
+        64,
+        if tcp { 6 } else { 17 },
+        0,
+        0,
+        10,
+        0,
+        0,
+        1,
+        10,
+        0,
+        0,
+        2,
+    ]);
     if tcp {
-        f.extend_from_slice(&[0x9C, 0x40, 0x01, 0xBB, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x18, 0xFF, 0xFF, 0, 0, 0, 0]);
+        f.extend_from_slice(&[
+            0x9C, 0x40, 0x01, 0xBB, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x18, 0xFF, 0xFF, 0, 0, 0, 0,
+        ]);
     } else {
         f.extend_from_slice(&[0x2E, 0xE0, 0x14, 0xB4]);
         f.extend_from_slice(&(ip_len - 20).to_be_bytes());
@@ -60,7 +81,9 @@ fn fast(buf: &[u8]) -> u64 {
     let mut out = FlowFields::default();
     walk(buf, |d| {
         fastpath::parse(linktype::ETHERNET, d, &mut out);
-        sum = sum.wrapping_add(u64::from(out.protocol) + u64::from(out.src_port) + u64::from(out.dst[15]));
+        sum = sum.wrapping_add(
+            u64::from(out.protocol) + u64::from(out.src_port) + u64::from(out.dst[15]),
+        );
     });
     sum
 }
@@ -70,7 +93,9 @@ fn ether(buf: &[u8]) -> u64 {
     walk(buf, |d| {
         if let Ok(p) = LaxSlicedPacket::from_ethernet(d) {
             let (proto, dst) = match &p.net {
-                Some(LaxNetSlice::Ipv4(s)) => (s.payload().ip_number.0, s.header().destination()[3]),
+                Some(LaxNetSlice::Ipv4(s)) => {
+                    (s.payload().ip_number.0, s.header().destination()[3])
+                }
                 _ => (0, 0),
             };
             let sp = match &p.transport {
@@ -148,7 +173,10 @@ fn file_steps(path: &str) {
         }),
         ("flow table", |p| {
             let mut r = FileReader::open(p).unwrap();
-            let mut t = FlowTable::new(FlowOptions { key_vlan: true, ..Default::default() });
+            let mut t = FlowTable::new(FlowOptions {
+                key_vlan: true,
+                ..Default::default()
+            });
             while let Some(pkt) = r.next_packet().unwrap() {
                 t.push(&pkt);
             }
@@ -185,6 +213,9 @@ fn main() {
         let (a, ca) = time("  walk + fast path", &buf, fast);
         let (b, cb) = time("  walk + etherparse lax", &buf, ether);
         assert_eq!(ca, cb, "the two parsers disagree");
-        println!("  fast path saves {:.0}% against etherparse", 100.0 * (1.0 - a / b));
+        println!(
+            "  fast path saves {:.0}% against etherparse",
+            100.0 * (1.0 - a / b)
+        );
     }
 }

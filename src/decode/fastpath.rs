@@ -42,19 +42,20 @@ pub mod linktype {
     };
 }
 
-/// The most VLAN tags skipped before giving up on L3 (the decoder's limit).
-pub use crate::decode::link::MAX_VLAN_TAGS;
 /// The most IPv6 extension headers walked (the decoder's limit).
 pub use crate::decode::ipv6_ext::MAX_EXT_HEADERS as MAX_IPV6_EXT_HEADERS;
+/// The most VLAN tags skipped before giving up on L3 (the decoder's limit).
+pub use crate::decode::link::MAX_VLAN_TAGS;
 
-use crate::decode::link::{ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETH_HEADER_LEN, SLL_HEADER_LEN, VLAN_TPIDS};
+use crate::decode::link::{
+    ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETH_HEADER_LEN, SLL_HEADER_LEN, VLAN_TPIDS,
+};
 
 const ETH_TYPE_OFFSET: usize = 12;
 const VLAN_TAG_LEN: usize = 4;
 const SLL_PROTOCOL_OFFSET: usize = 14;
 const SLL2_HEADER_LEN: usize = 20;
 const NULL_HEADER_LEN: usize = 4;
-
 
 const IPV4_MIN_HEADER_LEN: usize = 20;
 const IPV4_TOTAL_LEN_OFFSET: usize = 2;
@@ -197,7 +198,9 @@ fn be16(d: &[u8], i: usize) -> Option<u16> {
 #[inline(always)]
 fn mapped_v4(d: &[u8], i: usize) -> Option<[u8; 16]> {
     let b = d.get(i..i + 4)?;
-    Some([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, b[0], b[1], b[2], b[3]])
+    Some([
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, b[0], b[1], b[2], b[3],
+    ])
 }
 
 #[inline(always)]
@@ -246,7 +249,11 @@ pub fn parse(linktype: u32, data: &[u8], out: &mut FlowFields) {
                 u32::from_be_bytes(b)
             } else {
                 let le = u32::from_le_bytes(b);
-                if le <= 0xFFFF { le } else { u32::from_be_bytes(b) }
+                if le <= 0xFFFF {
+                    le
+                } else {
+                    u32::from_be_bytes(b)
+                }
             };
             // AF_INET is 2 everywhere; AF_INET6 is 10 (Linux), 24, 28 or 30 (BSDs, macOS).
             if matches!(family, 2 | 10 | 24 | 28 | 30) {
@@ -317,7 +324,11 @@ fn ipv4(s: &[u8], out: &mut FlowFields) {
         return;
     };
     let total = usize::from(total);
-    let payload = if total < hl || total > s.len() { &s[hl..] } else { &s[hl..total] };
+    let payload = if total < hl || total > s.len() {
+        &s[hl..]
+    } else {
+        &s[hl..total]
+    };
     out.ip_version = 4;
     out.has_protocol = true;
     out.protocol = proto;
@@ -405,7 +416,11 @@ fn ipv6(s: &[u8], out: &mut FlowFields) {
     };
     let plen = usize::from(plen);
     let rest = &s[IPV6_HEADER_LEN..];
-    let mut payload = if plen == 0 || rest.len() < plen { rest } else { &rest[..plen] };
+    let mut payload = if plen == 0 || rest.len() < plen {
+        rest
+    } else {
+        &rest[..plen]
+    };
     out.ip_version = 6;
     out.src = src;
     out.dst = dst;
@@ -413,7 +428,11 @@ fn ipv6(s: &[u8], out: &mut FlowFields) {
     let mut count = 0;
     while matches!(
         next,
-        ip_proto::HOP_BY_HOP | ip_proto::ROUTING | ip_proto::DEST_OPTS | ip_proto::FRAGMENT | ip_proto::AH
+        ip_proto::HOP_BY_HOP
+            | ip_proto::ROUTING
+            | ip_proto::DEST_OPTS
+            | ip_proto::FRAGMENT
+            | ip_proto::AH
     ) {
         if count == MAX_IPV6_EXT_HEADERS || (next == ip_proto::HOP_BY_HOP && count > 0) {
             return;
@@ -476,9 +495,12 @@ fn transport(p: &[u8], out: &mut FlowFields) {
             _ => out.error = Some(StopReason::TruncatedTransport),
         },
         ip_proto::TCP => {
-            let (Some(sp), Some(dp), Some(&doff), Some(&flags)) =
-                (be16(p, 0), be16(p, 2), p.get(TCP_DATA_OFFSET), p.get(TCP_FLAGS_OFFSET))
-            else {
+            let (Some(sp), Some(dp), Some(&doff), Some(&flags)) = (
+                be16(p, 0),
+                be16(p, 2),
+                p.get(TCP_DATA_OFFSET),
+                p.get(TCP_FLAGS_OFFSET),
+            ) else {
                 out.error = Some(StopReason::TruncatedTransport);
                 return;
             };
@@ -509,7 +531,9 @@ mod tests {
     use super::*;
 
     fn eth(ethertype: u16, payload: &[u8]) -> Vec<u8> {
-        let mut f = vec![0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x20, 0x21, 0x22, 0x23, 0x24, 0x25];
+        let mut f = vec![
+            0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x20, 0x21, 0x22, 0x23, 0x24, 0x25,
+        ];
         f.extend_from_slice(&ethertype.to_be_bytes());
         f.extend_from_slice(payload);
         f
@@ -597,7 +621,9 @@ mod tests {
         p.extend_from_slice(&[44, 0, 0, 0, 0, 0, 0, 0]);
         p.extend_from_slice(&[60, 0, 0, 1, 0, 0, 0, 9]);
         p.extend_from_slice(&[6, 0, 1, 4, 0, 0, 0, 0]);
-        p.extend_from_slice(&[0, 80, 0x01, 0xBB, 0, 0, 0, 0, 0, 0, 0, 0, 0x50, 0x12, 0, 0, 0, 0, 0, 0]);
+        p.extend_from_slice(&[
+            0, 80, 0x01, 0xBB, 0, 0, 0, 0, 0, 0, 0, 0, 0x50, 0x12, 0, 0, 0, 0, 0, 0,
+        ]);
         let len = (p.len() - 40) as u16;
         p[4..6].copy_from_slice(&len.to_be_bytes());
         let f = run(linktype::RAW, &p);
@@ -640,7 +666,10 @@ mod tests {
         assert!(run(linktype::NULL, &null_be).has_ports);
         assert!(run(linktype::LOOP, &null_be).has_ports);
         assert_eq!(run(linktype::LOOP, &null_le).ip_version, 0);
-        assert_eq!(run(linktype::LINUX_SLL, &sll[..10]).error, Some(StopReason::TruncatedLink));
+        assert_eq!(
+            run(linktype::LINUX_SLL, &sll[..10]).error,
+            Some(StopReason::TruncatedLink)
+        );
         assert_eq!(run(147, &ip).ip_version, 0);
     }
 
@@ -651,8 +680,12 @@ mod tests {
             let f = run(linktype::ETHERNET, &frame[..n]);
             assert!(!f.has_ports || n >= 14 + 20 + 8);
         }
-        let mut p = vec![0x45, 0, 0, 44, 0, 1, 0, 0, 64, 6, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8];
-        p.extend_from_slice(&[0, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0x60, 0x02, 0, 0, 0, 0, 0, 0]);
+        let mut p = vec![
+            0x45, 0, 0, 44, 0, 1, 0, 0, 64, 6, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8,
+        ];
+        p.extend_from_slice(&[
+            0, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0x60, 0x02, 0, 0, 0, 0, 0, 0,
+        ]);
         let f = run(linktype::RAW, &p);
         assert_eq!(f.error, Some(StopReason::TruncatedTransport));
         assert!(!f.has_ports);

@@ -24,12 +24,12 @@ pub mod tls;
 pub mod transport;
 
 pub use error::{DecodeError, ErrorKind, Invalid, Layer};
-pub use link::{Link, LinkKind, VlanTag};
 pub use ipv4::Ipv4;
 pub use ipv6::Ipv6;
+pub use link::{Link, LinkKind, VlanTag};
 pub use packet::{decode, Decoded, FlowKey, FlowProto, L3};
 pub use transport::{App, L4};
 
+pub mod fastpath;
 #[cfg(test)]
 mod tests;
-pub mod fastpath;

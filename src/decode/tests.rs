@@ -585,7 +585,10 @@ fn ipv4_authentication_header_is_skipped() {
     assert_eq!(d.l3.unwrap().flow_key().unwrap().ports, Some((7, 8)));
     let frame = eth(ETHERTYPE_IPV4, &ipv4(51, &[], 0, &ah[..10]));
     let e = decode(LINKTYPE_ETHERNET, &frame).error.unwrap();
-    assert_eq!(e.to_string(), "truncated IP authentication header: need 12 bytes, have 10 at offset 34");
+    assert_eq!(
+        e.to_string(),
+        "truncated IP authentication header: need 12 bytes, have 10 at offset 34"
+    );
 }
 
 #[test]
@@ -597,7 +600,10 @@ fn version_nibble_picks_the_ip_header() {
     assert!(matches!(d.l3, Some(L3::Ipv6(_))));
     let frame = eth(ETHERTYPE_IPV6, &[0x75; 40]);
     let e = decode(LINKTYPE_ETHERNET, &frame).error.unwrap();
-    assert_eq!(e.to_string(), "invalid IPv6 header: IP version 7 at offset 14");
+    assert_eq!(
+        e.to_string(),
+        "invalid IPv6 header: IP version 7 at offset 14"
+    );
 }
 
 #[test]
@@ -611,6 +617,9 @@ fn fourth_vlan_tag_is_invalid() {
     let frame = eth(0x8100, &body);
     let d = decode(LINKTYPE_ETHERNET, &frame);
     assert_eq!(d.link.unwrap().vlan.as_slice().len(), 3);
-    assert_eq!(d.error.unwrap().to_string(), "invalid VLAN header: more than 3 tags at offset 26");
+    assert_eq!(
+        d.error.unwrap().to_string(),
+        "invalid VLAN header: more than 3 tags at offset 26"
+    );
     assert!(matches!(d.l3, Some(L3::Unknown(Some(0x8100)))));
 }

@@ -35,7 +35,10 @@ fn outside_common_rules(lt: u32, data: &[u8]) -> bool {
     }
     let mut off = 12;
     for _ in 0..4 {
-        match data.get(off..off + 2).map(|b| u16::from_be_bytes([b[0], b[1]])) {
+        match data
+            .get(off..off + 2)
+            .map(|b| u16::from_be_bytes([b[0], b[1]]))
+        {
             Some(0x9200) | Some(0x88E5) => return true,
             Some(0x8100) | Some(0x88A8) | Some(0x9100) => off += 4,
             _ => return false,
@@ -47,34 +50,64 @@ fn outside_common_rules(lt: u32, data: &[u8]) -> bool {
 /// The etherparse view, plus whether etherparse marks the IP payload as fragmented and
 /// the first four bytes of that payload (where ports sit on a first fragment).
 fn etherparse_view(lt: u32, data: &[u8]) -> (View, bool, Option<(u16, u16)>) {
-    let none = View { ip_version: 0, protocol: None, src: [0; 16], dst: [0; 16], ports: None };
+    let none = View {
+        ip_version: 0,
+        protocol: None,
+        src: [0; 16],
+        dst: [0; 16],
+        ports: None,
+    };
     let sliced = match lt {
         linktype::ETHERNET => LaxSlicedPacket::from_ethernet(data).ok(),
         _ => LaxSlicedPacket::from_ip(data).ok(),
     };
-    let Some(p) = sliced else { return (none, false, None) };
+    let Some(p) = sliced else {
+        return (none, false, None);
+    };
     let (ip_version, src, dst) = match &p.net {
-        Some(LaxNetSlice::Ipv4(s)) => (4, mapped(s.header().source()), mapped(s.header().destination())),
+        Some(LaxNetSlice::Ipv4(s)) => (
+            4,
+            mapped(s.header().source()),
+            mapped(s.header().destination()),
+        ),
         Some(LaxNetSlice::Ipv6(s)) => (6, s.header().source(), s.header().destination()),
         _ => return (none, false, None),
     };
-    let payload = p.net.as_ref().and_then(|n| n.ip_payload_ref()).expect("IP has a payload");
+    let payload = p
+        .net
+        .as_ref()
+        .and_then(|n| n.ip_payload_ref())
+        .expect("IP has a payload");
     let ports = match &p.transport {
         Some(TransportSlice::Udp(u)) => Some((u.source_port(), u.destination_port())),
         Some(TransportSlice::Tcp(t)) => Some((t.source_port(), t.destination_port())),
         _ => None,
     };
-    let head = payload
-        .payload
-        .get(..4)
-        .map(|b| (u16::from_be_bytes([b[0], b[1]]), u16::from_be_bytes([b[2], b[3]])));
-    let view = View { ip_version, protocol: Some(payload.ip_number.0), src, dst, ports };
+    let head = payload.payload.get(..4).map(|b| {
+        (
+            u16::from_be_bytes([b[0], b[1]]),
+            u16::from_be_bytes([b[2], b[3]]),
+        )
+    });
+    let view = View {
+        ip_version,
+        protocol: Some(payload.ip_number.0),
+        src,
+        dst,
+        ports,
+    };
     (view, payload.fragmented, head)
 }
 
 fn fast_view(f: &FlowFields) -> View {
     if f.ip_version == 0 {
-        return View { ip_version: 0, protocol: None, src: [0; 16], dst: [0; 16], ports: None };
+        return View {
+            ip_version: 0,
+            protocol: None,
+            src: [0; 16],
+            dst: [0; 16],
+            ports: None,
+        };
     }
     View {
         ip_version: f.ip_version,
@@ -108,7 +141,10 @@ fn check(lt: u32, data: &[u8]) -> bool {
         if fast.ports.is_some() {
             assert_eq!(fast.ports, head, "first-fragment ports for {data:02x?}");
         }
-        let fast = View { ports: None, ..fast };
+        let fast = View {
+            ports: None,
+            ..fast
+        };
         assert_eq!(fast, ep, "linktype {lt} frame {data:02x?}");
     } else {
         assert_eq!(fast, ep, "linktype {lt} frame {data:02x?}");
@@ -140,24 +176,32 @@ fn corpus_and_every_prefix_agree() {
         v6_ext += usize::from(f.ip_version == 6 && f.fragment);
     }
     assert!(compared > 5_000, "{compared}");
-    assert!(with_ports > 20 && fragments > 10 && v6_ext > 2, "{with_ports} {fragments} {v6_ext}");
+    assert!(
+        with_ports > 20 && fragments > 10 && v6_ext > 2,
+        "{with_ports} {fragments} {v6_ext}"
+    );
 }
 
 /// A corpus frame with up to five bytes overwritten and up to a quarter cut off its end.
 fn mutated_frame() -> impl Strategy<Value = (u32, Vec<u8>)> {
     let edits = proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..6);
-    (any::<prop::sample::Index>(), edits, any::<prop::sample::Index>()).prop_map(|(pick, edits, cut)| {
-        let corpus = testdata::corpus();
-        let (lt, frame) = &corpus[pick.index(corpus.len())];
-        let mut data = frame.clone();
-        for (at, byte) in edits {
-            let i = at.index(data.len());
-            data[i] = byte;
-        }
-        let keep = data.len() - cut.index(data.len() / 4 + 1);
-        data.truncate(keep);
-        (*lt, data)
-    })
+    (
+        any::<prop::sample::Index>(),
+        edits,
+        any::<prop::sample::Index>(),
+    )
+        .prop_map(|(pick, edits, cut)| {
+            let corpus = testdata::corpus();
+            let (lt, frame) = &corpus[pick.index(corpus.len())];
+            let mut data = frame.clone();
+            for (at, byte) in edits {
+                let i = at.index(data.len());
+                data[i] = byte;
+            }
+            let keep = data.len() - cut.index(data.len() / 4 + 1);
+            data.truncate(keep);
+            (*lt, data)
+        })
 }
 
 fn any_linktype() -> impl Strategy<Value = u32> {
@@ -183,21 +227,49 @@ proptest! {
 /// The full decoder's view.
 fn decoder_view(lt: u32, data: &[u8]) -> View {
     use crate::decode::{decode, L3};
-    let none = View { ip_version: 0, protocol: None, src: [0; 16], dst: [0; 16], ports: None };
+    let none = View {
+        ip_version: 0,
+        protocol: None,
+        src: [0; 16],
+        dst: [0; 16],
+        ports: None,
+    };
     let d = decode(lt, data);
     let (ip_version, protocol, src, dst, l4) = match &d.l3 {
-        Some(L3::Ipv4(v4)) => (4, Some(v4.l4_proto), mapped(v4.header.source()), mapped(v4.header.destination()), &v4.l4),
-        Some(L3::Ipv6(v6)) => (6, v6.next_header, v6.header.source(), v6.header.destination(), &v6.l4),
+        Some(L3::Ipv4(v4)) => (
+            4,
+            Some(v4.l4_proto),
+            mapped(v4.header.source()),
+            mapped(v4.header.destination()),
+            &v4.l4,
+        ),
+        Some(L3::Ipv6(v6)) => (
+            6,
+            v6.next_header,
+            v6.header.source(),
+            v6.header.destination(),
+            &v6.l4,
+        ),
         _ => return none,
     };
-    View { ip_version, protocol, src, dst, ports: l4.ports() }
+    View {
+        ip_version,
+        protocol,
+        src,
+        dst,
+        ports: l4.ports(),
+    }
 }
 
 /// Compare one frame with the full decoder: every field equal.
 fn check_decoder(lt: u32, data: &[u8]) {
     let mut f = FlowFields::default();
     fastpath::parse(lt, data, &mut f);
-    assert_eq!(fast_view(&f), decoder_view(lt, data), "linktype {lt} frame {data:02x?}");
+    assert_eq!(
+        fast_view(&f),
+        decoder_view(lt, data),
+        "linktype {lt} frame {data:02x?}"
+    );
 }
 
 #[test]
@@ -209,10 +281,23 @@ fn corpus_and_every_prefix_agree_with_the_decoder() {
         }
     }
     // 0x9200 tags and other link types, which etherparse alone does not cover.
-    let ip = testdata::ipv4(17, [1, 2, 3, 4], [5, 6, 7, 8], 0, 0, &testdata::udp(1, 2, 3));
+    let ip = testdata::ipv4(
+        17,
+        [1, 2, 3, 4],
+        [5, 6, 7, 8],
+        0,
+        0,
+        &testdata::udp(1, 2, 3),
+    );
     let mut frames = vec![
-        (linktype::ETHERNET, testdata::ethernet(0x0800, &[(0x9200, 9)], &ip)),
-        (linktype::ETHERNET, testdata::ethernet(0x0800, &[(0x9200, 9), (0x8100, 1), (0x9100, 2)], &ip)),
+        (
+            linktype::ETHERNET,
+            testdata::ethernet(0x0800, &[(0x9200, 9)], &ip),
+        ),
+        (
+            linktype::ETHERNET,
+            testdata::ethernet(0x0800, &[(0x9200, 9), (0x8100, 1), (0x9100, 2)], &ip),
+        ),
     ];
     let mut sll = vec![0; 14];
     sll.extend_from_slice(&[0x08, 0x00]);
@@ -222,7 +307,11 @@ fn corpus_and_every_prefix_agree_with_the_decoder() {
     sll2.extend_from_slice(&[0; 18]);
     sll2.extend_from_slice(&ip);
     frames.push((linktype::LINUX_SLL2, sll2));
-    for (lt, head) in [(linktype::NULL, [2u8, 0, 0, 0]), (linktype::NULL, [0, 0, 0, 2]), (linktype::LOOP, [0, 0, 0, 2])] {
+    for (lt, head) in [
+        (linktype::NULL, [2u8, 0, 0, 0]),
+        (linktype::NULL, [0, 0, 0, 2]),
+        (linktype::LOOP, [0, 0, 0, 2]),
+    ] {
         let mut f = head.to_vec();
         f.extend_from_slice(&ip);
         frames.push((lt, f));
@@ -243,10 +332,15 @@ fn golden_frames() -> Vec<(u32, Vec<u8>)> {
     const SEED_LINKTYPES: [u32; 9] = [0, 1, 12, 14, 101, 108, 113, 276, 147];
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/decode");
     let mut out = Vec::new();
-    for entry in std::fs::read_dir(&dir).expect("fuzz/seeds/decode holds the decoder's golden frames") {
+    for entry in
+        std::fs::read_dir(&dir).expect("fuzz/seeds/decode holds the decoder's golden frames")
+    {
         let bytes = std::fs::read(entry.expect("a seed file").path()).expect("a readable seed");
         if let Some((&index, frame)) = bytes.split_first() {
-            out.push((SEED_LINKTYPES[usize::from(index) % SEED_LINKTYPES.len()], frame.to_vec()));
+            out.push((
+                SEED_LINKTYPES[usize::from(index) % SEED_LINKTYPES.len()],
+                frame.to_vec(),
+            ));
         }
     }
     out
@@ -255,8 +349,15 @@ fn golden_frames() -> Vec<(u32, Vec<u8>)> {
 #[test]
 fn golden_frames_and_every_prefix_agree_with_the_decoder() {
     let golden = golden_frames();
-    let with_l3 = golden.iter().filter(|(lt, f)| decoder_view(*lt, f).ip_version != 0).count();
-    assert!(golden.len() >= 50 && with_l3 * 2 >= golden.len(), "{with_l3} of {} golden frames carry IP", golden.len());
+    let with_l3 = golden
+        .iter()
+        .filter(|(lt, f)| decoder_view(*lt, f).ip_version != 0)
+        .count();
+    assert!(
+        golden.len() >= 50 && with_l3 * 2 >= golden.len(),
+        "{with_l3} of {} golden frames carry IP",
+        golden.len()
+    );
     for (lt, frame) in &golden {
         for n in 0..=frame.len() {
             check_decoder(*lt, &frame[..n]);

@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, BinaryArray, FixedSizeBinaryArray, PrimitiveArray, RecordBatch};
 use arrow_array::types::{Int64Type, UInt16Type, UInt32Type, UInt8Type};
+use arrow_array::{ArrayRef, BinaryArray, FixedSizeBinaryArray, PrimitiveArray, RecordBatch};
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
@@ -45,12 +45,19 @@ pub fn raw_schema() -> SchemaRef {
     ]))
 }
 
-pub(crate) fn prim<T: arrow_array::ArrowPrimitiveType>(v: Vec<T::Native>, valid: Option<NullBuffer>) -> ArrayRef {
+pub(crate) fn prim<T: arrow_array::ArrowPrimitiveType>(
+    v: Vec<T::Native>,
+    valid: Option<NullBuffer>,
+) -> ArrayRef {
     Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(v), valid))
 }
 
 pub(crate) fn addrs(v: Vec<u8>, valid: Option<NullBuffer>) -> ArrayRef {
-    Arc::new(FixedSizeBinaryArray::new(ADDR_LEN as i32, Buffer::from_vec(v), valid))
+    Arc::new(FixedSizeBinaryArray::new(
+        ADDR_LEN as i32,
+        Buffer::from_vec(v),
+        valid,
+    ))
 }
 
 /// A validity bitmap from a per-row predicate, packed 64 rows at a time.
@@ -169,7 +176,9 @@ impl ProjectionBuilder {
         self.vlan.push(if f.has_vlan { f.vlan_id } else { NO_VLAN });
         self.flags.push(f.tcp_flags);
         self.present.push(
-            (u8::from(f.has_ports) * PORTS) | (u8::from(f.has_tcp_flags) * FLAGS) | (u8::from(f.has_protocol) * PROTOCOL),
+            (u8::from(f.has_ports) * PORTS)
+                | (u8::from(f.has_tcp_flags) * FLAGS)
+                | (u8::from(f.has_protocol) * PROTOCOL),
         );
     }
 
@@ -203,7 +212,10 @@ impl ProjectionBuilder {
             prim::<UInt16Type>(take(&mut self.vlan, cap), Some(has_vlan)),
             prim::<UInt8Type>(take(&mut self.flags, cap), Some(has_flags)),
         ];
-        Some(RecordBatch::try_new(projection_schema(), columns).expect("projection columns match their schema"))
+        Some(
+            RecordBatch::try_new(projection_schema(), columns)
+                .expect("projection columns match their schema"),
+        )
     }
 }
 
@@ -264,7 +276,11 @@ impl RawBatchBuilder {
         let ts = std::mem::replace(&mut self.ts, Vec::with_capacity(cap));
         let caplen = std::mem::replace(&mut self.caplen, Vec::with_capacity(cap));
         let wirelen = std::mem::replace(&mut self.wirelen, Vec::with_capacity(cap));
-        let binary = BinaryArray::new(OffsetBuffer::new(ScalarBuffer::from(offsets)), Buffer::from_vec(data), None);
+        let binary = BinaryArray::new(
+            OffsetBuffer::new(ScalarBuffer::from(offsets)),
+            Buffer::from_vec(data),
+            None,
+        );
         let columns: Vec<ArrayRef> = vec![
             prim::<Int64Type>(ts, None),
             prim::<UInt32Type>(caplen, None),

@@ -123,7 +123,9 @@ pub fn project_source<S: PacketSource + ?Sized>(
             out.extend(b.finish());
         }
     })?;
-    let Walk::Done(warn) = walk else { return Ok(None) };
+    let Walk::Done(warn) = walk else {
+        return Ok(None);
+    };
     out.extend(b.finish());
     Ok(Some((out, warn)))
 }
@@ -154,7 +156,12 @@ fn open(path: &Path, filter: FilterFactory<'_>) -> Result<(FileReader, Box<dyn P
 ///
 /// # Errors
 /// The first file that fails to open or read, in file order.
-pub fn project_files(paths: &[PathBuf], filter: FilterFactory<'_>, batch_size: usize, stop: Stop<'_>) -> Result<Option<Batches>> {
+pub fn project_files(
+    paths: &[PathBuf],
+    filter: FilterFactory<'_>,
+    batch_size: usize,
+    stop: Stop<'_>,
+) -> Result<Option<Batches>> {
     let one = |p: &PathBuf, stop: Stop<'_>| -> Result<Option<Batches>> {
         let (mut r, mut f) = open(p, filter)?;
         // A record takes at least 16 bytes: no batch needs more rows than that allows.
@@ -185,7 +192,12 @@ pub type Table = (FlowTable, Option<Error>);
 ///
 /// # Errors
 /// The first file that fails to open or read, in file order.
-pub fn flows_files(paths: &[PathBuf], filter: FilterFactory<'_>, opts: FlowOptions, stop: Stop<'_>) -> Result<Option<Table>> {
+pub fn flows_files(
+    paths: &[PathBuf],
+    filter: FilterFactory<'_>,
+    opts: FlowOptions,
+    stop: Stop<'_>,
+) -> Result<Option<Table>> {
     let mut warn = None;
     if opts.idle_timeout_ns.is_some() || opts.active_timeout_ns.is_some() || paths.len() < 2 {
         let mut table = FlowTable::new(opts);
@@ -221,6 +233,6 @@ pub fn flows_files(paths: &[PathBuf], filter: FilterFactory<'_>, opts: FlowOptio
 #[cfg(test)]
 mod agreement_tests;
 #[cfg(test)]
-mod tests;
-#[cfg(test)]
 pub(crate) mod testdata;
+#[cfg(test)]
+mod tests;

@@ -48,11 +48,16 @@ impl Packed {
     #[inline(always)]
     fn new(f: &FlowFields, with_vlan: bool) -> Packed {
         let ports = if f.has_ports {
-            (u64::from(f.src_port) | PORT_PRESENT) << 16 | (u64::from(f.dst_port) | PORT_PRESENT) << 33
+            (u64::from(f.src_port) | PORT_PRESENT) << 16
+                | (u64::from(f.dst_port) | PORT_PRESENT) << 33
         } else {
             0
         };
-        let vlan = if with_vlan && f.has_vlan { (u64::from(f.vlan_id & 0x0FFF) | VLAN_PRESENT) << 50 } else { 0 };
+        let vlan = if with_vlan && f.has_vlan {
+            (u64::from(f.vlan_id & 0x0FFF) | VLAN_PRESENT) << 50
+        } else {
+            0
+        };
         Packed {
             src: u128::from_be_bytes(f.src),
             dst: u128::from_be_bytes(f.dst),
@@ -80,7 +85,14 @@ impl Packed {
             let low = self.meta & 0xFFFF;
             let high = self.meta & !((1 << 50) - 1);
             let meta = low | high | self.dst_port_bits() << 16 | self.src_port_bits() << 33;
-            (Packed { src: self.dst, dst: self.src, meta }, false)
+            (
+                Packed {
+                    src: self.dst,
+                    dst: self.src,
+                    meta,
+                },
+                false,
+            )
         }
     }
 
@@ -98,7 +110,6 @@ impl Packed {
         }
     }
 }
-
 
 /// Counters of one flow.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -127,7 +138,11 @@ pub struct FlowStats {
 
 impl FlowStats {
     fn start(ts: i64) -> Self {
-        FlowStats { first_ts_ns: ts, last_ts_ns: ts, ..Default::default() }
+        FlowStats {
+            first_ts_ns: ts,
+            last_ts_ns: ts,
+            ..Default::default()
+        }
     }
 
     #[inline]
@@ -259,18 +274,33 @@ impl FlowTable {
             return;
         }
         let key = Packed::new(&self.fields, self.opts.key_vlan);
-        let (key, forward) = if self.opts.bidirectional { key.canonical() } else { (key, true) };
+        let (key, forward) = if self.opts.bidirectional {
+            key.canonical()
+        } else {
+            (key, true)
+        };
         let flags = self.fields.has_tcp_flags.then_some(self.fields.tcp_flags);
         let ts = pkt.ts_ns;
         let bytes = u64::from(pkt.wirelen);
         if !self.opts.timeouts() {
-            self.map.entry(key).or_insert_with(|| FlowStats::start(ts)).add(ts, bytes, forward, flags);
+            self.map
+                .entry(key)
+                .or_insert_with(|| FlowStats::start(ts))
+                .add(ts, bytes, forward, flags);
             return;
         }
         let stats = self.map.entry(key).or_insert_with(|| FlowStats::start(ts));
-        let reason = if self.opts.idle_timeout_ns.is_some_and(|t| stats.packets > 0 && ts - stats.last_ts_ns >= t) {
+        let reason = if self
+            .opts
+            .idle_timeout_ns
+            .is_some_and(|t| stats.packets > 0 && ts - stats.last_ts_ns >= t)
+        {
             Some(Expiration::Idle)
-        } else if self.opts.active_timeout_ns.is_some_and(|t| stats.packets > 0 && ts - stats.first_ts_ns >= t) {
+        } else if self
+            .opts
+            .active_timeout_ns
+            .is_some_and(|t| stats.packets > 0 && ts - stats.first_ts_ns >= t)
+        {
             Some(Expiration::Active)
         } else {
             None
@@ -297,10 +327,17 @@ impl FlowTable {
     pub fn rows(self) -> Vec<(FlowKey, FlowStats, Expiration)> {
         let idle = self.opts.idle_timeout_ns;
         let end = self.last_ts;
-        let mut rows: Vec<(FlowKey, FlowStats, Expiration)> =
-            self.expired.into_iter().map(|(k, s, r)| (k.unpack(), s, r)).collect();
+        let mut rows: Vec<(FlowKey, FlowStats, Expiration)> = self
+            .expired
+            .into_iter()
+            .map(|(k, s, r)| (k.unpack(), s, r))
+            .collect();
         rows.extend(self.map.into_iter().map(|(k, s)| {
-            let r = if idle.is_some_and(|t| end - s.last_ts_ns >= t) { Expiration::Idle } else { Expiration::End };
+            let r = if idle.is_some_and(|t| end - s.last_ts_ns >= t) {
+                Expiration::Idle
+            } else {
+                Expiration::End
+            };
             (k.unpack(), s, r)
         }));
         rows.sort_unstable_by_key(|r| (r.1.first_ts_ns, r.0, r.2));
@@ -309,9 +346,15 @@ impl FlowTable {
 
     /// The `n` largest flows by packets (or bytes), ties broken by key ascending.
     pub fn top(self, n: usize, by_bytes: bool) -> Vec<(FlowKey, FlowStats)> {
-        let mut rows: Vec<(FlowKey, FlowStats)> = self.rows().into_iter().map(|(k, s, _)| (k, s)).collect();
+        let mut rows: Vec<(FlowKey, FlowStats)> =
+            self.rows().into_iter().map(|(k, s, _)| (k, s)).collect();
         let metric = |s: &FlowStats| if by_bytes { s.bytes } else { s.packets };
-        rows.sort_unstable_by(|a, b| metric(&b.1).cmp(&metric(&a.1)).then(a.0.cmp(&b.0)).then(a.1.first_ts_ns.cmp(&b.1.first_ts_ns)));
+        rows.sort_unstable_by(|a, b| {
+            metric(&b.1)
+                .cmp(&metric(&a.1))
+                .then(a.0.cmp(&b.0))
+                .then(a.1.first_ts_ns.cmp(&b.1.first_ts_ns))
+        });
         rows.truncate(n);
         rows
     }
@@ -360,7 +403,12 @@ pub fn flow_schema(opts: FlowOptions) -> Schema {
     Schema::new(fields)
 }
 
-fn flow_batch(rows: &[(FlowKey, FlowStats, Expiration)], opts: FlowOptions, total: u64, not_aggregated: u64) -> RecordBatch {
+fn flow_batch(
+    rows: &[(FlowKey, FlowStats, Expiration)],
+    opts: FlowOptions,
+    total: u64,
+    not_aggregated: u64,
+) -> RecordBatch {
     let n = rows.len();
     let col = |f: &dyn Fn(&FlowKey, &FlowStats) -> u64| -> ArrayRef {
         prim::<UInt64Type>(rows.iter().map(|(k, s, _)| f(k, s)).collect(), None)
@@ -373,7 +421,10 @@ fn flow_batch(rows: &[(FlowKey, FlowStats, Expiration)], opts: FlowOptions, tota
     }
     let opt16 = |f: &dyn Fn(&FlowKey) -> Option<u16>| -> ArrayRef {
         let v: Vec<Option<u16>> = rows.iter().map(|(k, _, _)| f(k)).collect();
-        prim::<UInt16Type>(v.iter().map(|x| x.unwrap_or(0)).collect(), Some(validity(n, |i| v[i].is_some())))
+        prim::<UInt16Type>(
+            v.iter().map(|x| x.unwrap_or(0)).collect(),
+            Some(validity(n, |i| v[i].is_some())),
+        )
     };
     let mut columns: Vec<ArrayRef> = vec![
         prim::<UInt8Type>(rows.iter().map(|r| r.0.ip_version).collect(), None),
@@ -387,7 +438,12 @@ fn flow_batch(rows: &[(FlowKey, FlowStats, Expiration)], opts: FlowOptions, tota
         col(&|_, s| s.bytes),
         prim::<Int64Type>(rows.iter().map(|r| r.1.first_ts_ns).collect(), None),
         prim::<Int64Type>(rows.iter().map(|r| r.1.last_ts_ns).collect(), None),
-        prim::<Int64Type>(rows.iter().map(|r| r.1.last_ts_ns - r.1.first_ts_ns).collect(), None),
+        prim::<Int64Type>(
+            rows.iter()
+                .map(|r| r.1.last_ts_ns - r.1.first_ts_ns)
+                .collect(),
+            None,
+        ),
         prim::<UInt8Type>(
             rows.iter().map(|r| r.1.tcp_flags).collect(),
             Some(validity(n, |i| rows[i].1.has_tcp_flags)),
@@ -402,11 +458,18 @@ fn flow_batch(rows: &[(FlowKey, FlowStats, Expiration)], opts: FlowOptions, tota
         columns.push(col(&|_, s| s.bytes));
     }
     if opts.timeouts() {
-        columns.push(Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.2.as_str()))));
+        columns.push(Arc::new(StringArray::from_iter_values(
+            rows.iter().map(|r| r.2.as_str()),
+        )));
     }
     let mut schema = flow_schema(opts);
-    schema.metadata.insert("paclo.packets_total".to_string(), total.to_string());
-    schema.metadata.insert("paclo.packets_not_aggregated".to_string(), not_aggregated.to_string());
+    schema
+        .metadata
+        .insert("paclo.packets_total".to_string(), total.to_string());
+    schema.metadata.insert(
+        "paclo.packets_not_aggregated".to_string(),
+        not_aggregated.to_string(),
+    );
     let schema: SchemaRef = Arc::new(schema);
     RecordBatch::try_new(schema, columns).expect("flow columns match their schema")
 }
@@ -434,7 +497,16 @@ mod tests {
         if (k.src, k.src_port) <= (k.dst, k.dst_port) {
             (k, true)
         } else {
-            (FlowKey { src: k.dst, src_port: k.dst_port, dst: k.src, dst_port: k.src_port, ..k }, false)
+            (
+                FlowKey {
+                    src: k.dst,
+                    src_port: k.dst_port,
+                    dst: k.src,
+                    dst_port: k.src_port,
+                    ..k
+                },
+                false,
+            )
         }
     }
 

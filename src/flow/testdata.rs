@@ -4,7 +4,9 @@
 use crate::decode::fastpath::linktype;
 
 pub fn ethernet(ethertype: u16, tags: &[(u16, u16)], payload: &[u8]) -> Vec<u8> {
-    let mut f = vec![0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x20, 0x21, 0x22, 0x23, 0x24, 0x25];
+    let mut f = vec![
+        0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x20, 0x21, 0x22, 0x23, 0x24, 0x25,
+    ];
     let mut types: Vec<u16> = tags.iter().map(|t| t.0).collect();
     types.push(ethertype);
     f.extend_from_slice(&types[0].to_be_bytes());
@@ -43,7 +45,14 @@ pub fn icmp() -> Vec<u8> {
     vec![8, 0, 0, 0, 0, 1, 0, 1, 0xAA, 0xBB]
 }
 
-pub fn ipv4(proto: u8, src: [u8; 4], dst: [u8; 4], frag: u16, options: usize, payload: &[u8]) -> Vec<u8> {
+pub fn ipv4(
+    proto: u8,
+    src: [u8; 4],
+    dst: [u8; 4],
+    frag: u16,
+    options: usize,
+    payload: &[u8],
+) -> Vec<u8> {
     let hl = 20 + options;
     let mut p = vec![0x40 | (hl / 4) as u8, 0];
     p.extend_from_slice(&((hl + payload.len()) as u16).to_be_bytes());
@@ -59,7 +68,13 @@ pub fn ipv4(proto: u8, src: [u8; 4], dst: [u8; 4], frag: u16, options: usize, pa
 
 /// An IPv6 packet; `exts` is a list of (header number, bytes) with the next-header byte
 /// of each filled in here.
-pub fn ipv6(src: [u8; 16], dst: [u8; 16], exts: &[(u8, Vec<u8>)], proto: u8, payload: &[u8]) -> Vec<u8> {
+pub fn ipv6(
+    src: [u8; 16],
+    dst: [u8; 16],
+    exts: &[(u8, Vec<u8>)],
+    proto: u8,
+    payload: &[u8],
+) -> Vec<u8> {
     let mut body = Vec::new();
     for (i, (_, bytes)) in exts.iter().enumerate() {
         let mut b = bytes.clone();
@@ -116,15 +131,45 @@ pub fn corpus() -> Vec<(u32, Vec<u8>)> {
         ipv6(V6A, V6B, &[], 17, &udp(5353, 5353, 10)),
         ipv6(V6A, V6B, &[], 6, &tcp(50000, 80, 0x18, 4)),
         ipv6(V6B, V6A, &[], 58, &icmp()),
-        ipv6(V6A, V6B, &[(0, ext_opts(1)), (43, ext_opts(2)), (60, ext_opts(1))], 17, &udp(1, 2, 3)),
-        ipv6(V6A, V6B, &[(0, ext_opts(1)), (44, ext_frag(0, true))], 6, &tcp(3, 4, 0x01, 0)),
+        ipv6(
+            V6A,
+            V6B,
+            &[(0, ext_opts(1)), (43, ext_opts(2)), (60, ext_opts(1))],
+            17,
+            &udp(1, 2, 3),
+        ),
+        ipv6(
+            V6A,
+            V6B,
+            &[(0, ext_opts(1)), (44, ext_frag(0, true))],
+            6,
+            &tcp(3, 4, 0x01, 0),
+        ),
         ipv6(V6A, V6B, &[(44, ext_frag(100, false))], 17, &[0xCC; 20]),
         ipv6(V6A, V6B, &[(51, ext_ah())], 17, &udp(7, 8, 0)),
         ipv6(V6A, V6B, &[(60, ext_opts(3))], 50, &[0xDD; 24]),
-        ipv6(V6A, V6B, &[(43, ext_opts(1)), (0, ext_opts(1))], 17, &udp(1, 2, 3)),
-        ipv6(V6A, V6B, &[(44, ext_frag(3, true)), (60, ext_opts(1))], 17, &udp(1, 2, 3)),
+        ipv6(
+            V6A,
+            V6B,
+            &[(43, ext_opts(1)), (0, ext_opts(1))],
+            17,
+            &udp(1, 2, 3),
+        ),
+        ipv6(
+            V6A,
+            V6B,
+            &[(44, ext_frag(3, true)), (60, ext_opts(1))],
+            17,
+            &udp(1, 2, 3),
+        ),
         ipv6(V6A, V6B, &vec![(60, ext_opts(1)); 17], 17, &udp(1, 2, 3)),
-        ipv6(V6A, V6B, &vec![(43, ext_opts(1)); 16], 6, &tcp(9, 10, 0x02, 0)),
+        ipv6(
+            V6A,
+            V6B,
+            &vec![(43, ext_opts(1)); 16],
+            6,
+            &tcp(9, 10, 0x02, 0),
+        ),
     ];
     // Destination options whose option overruns the header.
     let mut bad_opts = ext_opts(1);
@@ -171,10 +216,15 @@ pub fn corpus() -> Vec<(u32, Vec<u8>)> {
             out.push((linktype::ETHERNET, ethernet(et, tags, p)));
         }
         // EtherType and version disagree: the version nibble decides.
-        out.push((linktype::ETHERNET, ethernet(if et == 0x0800 { 0x86DD } else { 0x0800 }, &[], p)));
+        out.push((
+            linktype::ETHERNET,
+            ethernet(if et == 0x0800 { 0x86DD } else { 0x0800 }, &[], p),
+        ));
         out.push((linktype::RAW, p.clone()));
     }
-    let arp = [0, 1, 8, 0, 6, 4, 0, 1, 1, 2, 3, 4, 5, 6, 10, 0, 0, 1, 0, 0, 0, 0, 0, 0, 10, 0, 0, 2];
+    let arp = [
+        0, 1, 8, 0, 6, 4, 0, 1, 1, 2, 3, 4, 5, 6, 10, 0, 0, 1, 0, 0, 0, 0, 0, 0, 10, 0, 0, 2,
+    ];
     out.push((linktype::ETHERNET, ethernet(0x0806, &[], &arp)));
     out.push((linktype::ETHERNET, ethernet(0x0806, &[(0x8100, 5)], &arp)));
     out.push((linktype::ETHERNET, ethernet(0x88CC, &[], &[0; 30])));

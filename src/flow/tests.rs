@@ -33,7 +33,22 @@ impl PacketSource for Cycle {
 }
 
 fn udp_frames(flows: u16) -> Vec<Vec<u8>> {
-    (0..flows).map(|i| ethernet(0x0800, &[], &ipv4(17, [10, 0, 0, 1], [10, 0, 0, 2], 0, 0, &udp(12000 + i, 5300, 22)))).collect()
+    (0..flows)
+        .map(|i| {
+            ethernet(
+                0x0800,
+                &[],
+                &ipv4(
+                    17,
+                    [10, 0, 0, 1],
+                    [10, 0, 0, 2],
+                    0,
+                    0,
+                    &udp(12000 + i, 5300, 22),
+                ),
+            )
+        })
+        .collect()
 }
 
 #[test]
@@ -41,9 +56,15 @@ fn projection_allocates_per_batch_only() {
     let frames = udp_frames(1);
     let batch = 65_536;
     let run = |count: usize| {
-        let mut src = Cycle { frames: frames.clone(), count, i: 0 };
+        let mut src = Cycle {
+            frames: frames.clone(),
+            count,
+            i: 0,
+        };
         let before = thread_counts();
-        let (batches, warn) = project_source(&mut src, &mut KeepAll, batch, &never).unwrap().unwrap();
+        let (batches, warn) = project_source(&mut src, &mut KeepAll, batch, &never)
+            .unwrap()
+            .unwrap();
         let spent = thread_counts().since(before);
         assert!(warn.is_none());
         assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), count);
@@ -55,7 +76,10 @@ fn projection_allocates_per_batch_only() {
     assert_eq!(one_batches, 1);
     assert_eq!(batches, 16);
     // Each batch costs the same few allocations; nothing scales with the packet count.
-    assert!(million <= batches * one, "{million} allocations for {batches} batches, {one} for one");
+    assert!(
+        million <= batches * one,
+        "{million} allocations for {batches} batches, {one} for one"
+    );
     assert!(million < 10_000, "{million}");
 }
 
@@ -63,7 +87,11 @@ fn projection_allocates_per_batch_only() {
 fn flow_table_allocates_per_flow_only() {
     let frames = udp_frames(100);
     let run = |count: usize, opts: FlowOptions| {
-        let mut src = Cycle { frames: frames.clone(), count, i: 0 };
+        let mut src = Cycle {
+            frames: frames.clone(),
+            count,
+            i: 0,
+        };
         let mut table = FlowTable::new(opts);
         let before = thread_counts();
         let walk = flows_source(&mut src, &mut KeepAll, &mut table, &never).unwrap();
@@ -72,7 +100,13 @@ fn flow_table_allocates_per_flow_only() {
         assert_eq!(table.len(), 100);
         spent.allocs
     };
-    for opts in [FlowOptions::default(), FlowOptions { bidirectional: true, ..Default::default() }] {
+    for opts in [
+        FlowOptions::default(),
+        FlowOptions {
+            bidirectional: true,
+            ..Default::default()
+        },
+    ] {
         let small = run(10_000, opts);
         let large = run(1_000_000, opts);
         assert_eq!(small, large, "allocations grew with packets ({opts:?})");
@@ -82,24 +116,44 @@ fn flow_table_allocates_per_flow_only() {
 #[test]
 fn projection_columns_hold_the_fields() {
     let frames = vec![
-        ethernet(0x0800, &[(0x8100, 42)], &ipv4(6, [1, 2, 3, 4], [5, 6, 7, 8], 0, 0, &tcp(80, 1234, 0x12, 0))),
+        ethernet(
+            0x0800,
+            &[(0x8100, 42)],
+            &ipv4(6, [1, 2, 3, 4], [5, 6, 7, 8], 0, 0, &tcp(80, 1234, 0x12, 0)),
+        ),
         ethernet(0x0806, &[], &[0; 28]),
-        ethernet(0x0800, &[], &ipv4(17, [1, 2, 3, 4], [5, 6, 7, 8], 0x0010, 0, &[0; 12])),
+        ethernet(
+            0x0800,
+            &[],
+            &ipv4(17, [1, 2, 3, 4], [5, 6, 7, 8], 0x0010, 0, &[0; 12]),
+        ),
     ];
-    let mut src = Cycle { frames, count: 3, i: 0 };
-    let (b, _) = project_source(&mut src, &mut KeepAll, 2, &never).unwrap().unwrap();
+    let mut src = Cycle {
+        frames,
+        count: 3,
+        i: 0,
+    };
+    let (b, _) = project_source(&mut src, &mut KeepAll, 2, &never)
+        .unwrap()
+        .unwrap();
     assert_eq!(b.len(), 2);
     let t = arrow_select_concat(&b);
     let ipv = t[3].as_primitive::<UInt8Type>();
     assert_eq!((ipv.value(0), ipv.is_null(1), ipv.value(2)), (4, true, 4));
     let sport = t[7].as_primitive::<UInt16Type>();
-    assert_eq!((sport.value(0), sport.is_null(1), sport.is_null(2)), (80, true, true));
+    assert_eq!(
+        (sport.value(0), sport.is_null(1), sport.is_null(2)),
+        (80, true, true)
+    );
     let vlan = t[9].as_primitive::<UInt16Type>();
     assert_eq!((vlan.value(0), vlan.is_null(2)), (42, true));
     let flags = t[10].as_primitive::<UInt8Type>();
     assert_eq!((flags.value(0), flags.is_null(2)), (0x12, true));
     let src = t[5].as_fixed_size_binary();
-    assert_eq!(src.value(0), &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 1, 2, 3, 4]);
+    assert_eq!(
+        src.value(0),
+        &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 1, 2, 3, 4]
+    );
     assert!(src.is_null(1));
 }
 
@@ -127,33 +181,64 @@ fn bidirectional_and_timeouts() {
     let fwd = ethernet(0x0800, &[], &ipv4(6, a, b, 0, 0, &tcp(5000, 80, 0x02, 0)));
     let rev = ethernet(0x0800, &[], &ipv4(6, b, a, 0, 0, &tcp(80, 5000, 0x12, 0)));
     // Packets at 0, 1, 2 ms (fwd, rev, fwd) then at 1,000 ms (rev).
-    let pkts: Vec<(i64, &Vec<u8>)> = vec![(0, &fwd), (1_000_000, &rev), (2_000_000, &fwd), (1_000_000_000, &rev)];
+    let pkts: Vec<(i64, &Vec<u8>)> = vec![
+        (0, &fwd),
+        (1_000_000, &rev),
+        (2_000_000, &fwd),
+        (1_000_000_000, &rev),
+    ];
     let run = |opts: FlowOptions| {
         let mut t = FlowTable::new(opts);
         for (ts, d) in &pkts {
-            t.push(&RawPacket { ts_ns: *ts, caplen: d.len() as u32, wirelen: 100, linktype: 1, data: d });
+            t.push(&RawPacket {
+                ts_ns: *ts,
+                caplen: d.len() as u32,
+                wirelen: 100,
+                linktype: 1,
+                data: d,
+            });
         }
         t.rows()
     };
     let uni = run(FlowOptions::default());
     assert_eq!(uni.len(), 2);
-    let bi = run(FlowOptions { bidirectional: true, ..Default::default() });
+    let bi = run(FlowOptions {
+        bidirectional: true,
+        ..Default::default()
+    });
     assert_eq!(bi.len(), 1);
     let (k, s, _) = &bi[0];
     // 10.0.0.3:80 is the smaller endpoint, so it is the canonical source.
-    assert_eq!((k.src[15], k.src_port, k.dst_port), (3, Some(80), Some(5000)));
+    assert_eq!(
+        (k.src[15], k.src_port, k.dst_port),
+        (3, Some(80), Some(5000))
+    );
     assert_eq!((s.packets, s.src2dst_packets, s.dst2src_packets), (4, 2, 2));
     assert_eq!((s.tcp_flags, s.bytes), (0x12, 400));
-    let idle = run(FlowOptions { bidirectional: true, idle_timeout_ns: Some(500_000_000), ..Default::default() });
+    let idle = run(FlowOptions {
+        bidirectional: true,
+        idle_timeout_ns: Some(500_000_000),
+        ..Default::default()
+    });
     assert_eq!(idle.len(), 2);
     assert_eq!((idle[0].1.packets, idle[0].2), (3, table::Expiration::Idle));
     assert_eq!((idle[1].1.packets, idle[1].2), (1, table::Expiration::End));
-    let active = run(FlowOptions { bidirectional: true, active_timeout_ns: Some(1_500_000), ..Default::default() });
-    assert_eq!(active.iter().map(|r| (r.1.packets, r.2)).collect::<Vec<_>>(), vec![
-        (2, table::Expiration::Active),
-        (1, table::Expiration::Active),
-        (1, table::Expiration::End)
-    ]);
+    let active = run(FlowOptions {
+        bidirectional: true,
+        active_timeout_ns: Some(1_500_000),
+        ..Default::default()
+    });
+    assert_eq!(
+        active
+            .iter()
+            .map(|r| (r.1.packets, r.2))
+            .collect::<Vec<_>>(),
+        vec![
+            (2, table::Expiration::Active),
+            (1, table::Expiration::Active),
+            (1, table::Expiration::End)
+        ]
+    );
 }
 
 #[test]
@@ -162,17 +247,33 @@ fn merged_tables_equal_one_pass() {
     let mut whole = FlowTable::new(FlowOptions::default());
     let mut part1 = FlowTable::new(FlowOptions::default());
     let mut part2 = FlowTable::new(FlowOptions::default());
-    let mut src = Cycle { frames, count: 1000, i: 0 };
+    let mut src = Cycle {
+        frames,
+        count: 1000,
+        i: 0,
+    };
     let mut i = 0;
     while let Some(p) = src.next_packet().unwrap() {
         whole.push(&p);
-        if i < 400 { part1.push(&p) } else { part2.push(&p) }
+        if i < 400 {
+            part1.push(&p)
+        } else {
+            part2.push(&p)
+        }
         i += 1;
     }
     part1.merge(part2);
     let batch = part1.to_batch();
     assert_eq!(batch, whole.to_batch());
-    assert_eq!(batch.column(7).as_primitive::<UInt64Type>().values().iter().sum::<u64>(), 1000);
+    assert_eq!(
+        batch
+            .column(7)
+            .as_primitive::<UInt64Type>()
+            .values()
+            .iter()
+            .sum::<u64>(),
+        1000
+    );
 }
 
 #[test]
@@ -186,19 +287,38 @@ fn stop_is_asked_once_per_chunk_and_ends_the_walk() {
         asked.fetch_add(1, Ordering::Relaxed);
         false
     };
-    let mut src = Cycle { frames: frames.clone(), count: 3 * chunk + 5, i: 0 };
-    let (b, _) = project_source(&mut src, &mut KeepAll, 1 << 20, &ask).unwrap().unwrap();
+    let mut src = Cycle {
+        frames: frames.clone(),
+        count: 3 * chunk + 5,
+        i: 0,
+    };
+    let (b, _) = project_source(&mut src, &mut KeepAll, 1 << 20, &ask)
+        .unwrap()
+        .unwrap();
     assert_eq!(b.iter().map(|b| b.num_rows()).sum::<usize>(), 3 * chunk + 5);
     assert_eq!(asked.load(Ordering::Relaxed), 3);
     // Stopping at the second check: the walk has read two chunks, no more.
     let asked = AtomicU32::new(0);
     let second = || asked.fetch_add(1, Ordering::Relaxed) == 1;
-    let mut src = Cycle { frames: frames.clone(), count: 10 * chunk, i: 0 };
-    assert!(project_source(&mut src, &mut KeepAll, 1024, &second).unwrap().is_none());
+    let mut src = Cycle {
+        frames: frames.clone(),
+        count: 10 * chunk,
+        i: 0,
+    };
+    assert!(project_source(&mut src, &mut KeepAll, 1024, &second)
+        .unwrap()
+        .is_none());
     assert_eq!(src.i, 2 * chunk);
     let mut table = FlowTable::new(FlowOptions::default());
-    let mut src = Cycle { frames, count: 10 * chunk, i: 0 };
-    assert!(matches!(flows_source(&mut src, &mut KeepAll, &mut table, &|| true).unwrap(), Walk::Stopped));
+    let mut src = Cycle {
+        frames,
+        count: 10 * chunk,
+        i: 0,
+    };
+    assert!(matches!(
+        flows_source(&mut src, &mut KeepAll, &mut table, &|| true).unwrap(),
+        Walk::Stopped
+    ));
     assert_eq!(src.i, chunk);
 }
 
@@ -213,7 +333,11 @@ fn rejected_records_count_towards_the_chunk() {
         }
     }
     let chunk = CHUNK_RECORDS as usize;
-    let mut src = Cycle { frames: udp_frames(1), count: 5 * chunk, i: 0 };
+    let mut src = Cycle {
+        frames: udp_frames(1),
+        count: 5 * chunk,
+        i: 0,
+    };
     let mut seen = 0;
     let walk = for_each_packet(&mut src, &mut KeepNone, &|| true, |_| seen += 1).unwrap();
     assert!(matches!(walk, Walk::Stopped));
@@ -238,15 +362,27 @@ fn files_stop_in_parallel_and_in_order() {
         asked.fetch_add(1, Ordering::Relaxed);
         false
     };
-    let (b, _) = project_files(&paths, &keep, 1 << 20, &count).unwrap().unwrap();
+    let (b, _) = project_files(&paths, &keep, 1 << 20, &count)
+        .unwrap()
+        .unwrap();
     assert_eq!(b.iter().map(|b| b.num_rows() as u64).sum::<u64>(), 3 * n);
     // Each file asks after each of its three full chunks.
     assert_eq!(asked.load(Ordering::Relaxed), 9);
-    assert!(project_files(&paths, &keep, 1 << 20, &|| true).unwrap().is_none());
-    for opts in [FlowOptions::default(), FlowOptions { idle_timeout_ns: Some(1_000_000_000), ..Default::default() }] {
+    assert!(project_files(&paths, &keep, 1 << 20, &|| true)
+        .unwrap()
+        .is_none());
+    for opts in [
+        FlowOptions::default(),
+        FlowOptions {
+            idle_timeout_ns: Some(1_000_000_000),
+            ..Default::default()
+        },
+    ] {
         let (t, _) = flows_files(&paths, &keep, opts, &never).unwrap().unwrap();
         assert_eq!(t.counts().0, 3 * n);
-        assert!(flows_files(&paths, &keep, opts, &|| true).unwrap().is_none());
+        assert!(flows_files(&paths, &keep, opts, &|| true)
+            .unwrap()
+            .is_none());
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }

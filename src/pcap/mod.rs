@@ -119,7 +119,9 @@ pub(crate) mod test_support {
         let mut out = Vec::new();
         loop {
             match c.next(buf) {
-                Ok(Some(p)) => out.push((p.ts_ns, p.caplen, p.wirelen, p.linktype, p.data.to_vec())),
+                Ok(Some(p)) => {
+                    out.push((p.ts_ns, p.caplen, p.wirelen, p.linktype, p.data.to_vec()))
+                }
                 Ok(None) => return (out, None),
                 Err(e) => return (out, Some(e)),
             }

@@ -319,7 +319,14 @@ impl NgCursor {
                     )));
                 };
                 let ts = (u64::from(hi) << 32) | u64::from(lo);
-                let fields = PacketFields { id, ts, caplen, wirelen, at: EPB_DATA, kind: "enhanced" };
+                let fields = PacketFields {
+                    id,
+                    ts,
+                    caplen,
+                    wirelen,
+                    at: EPB_DATA,
+                    kind: "enhanced",
+                };
                 self.packet(body, fields, &format)?
             }
             BLOCK_PB => {
@@ -334,7 +341,14 @@ impl NgCursor {
                 };
                 let ts = (u64::from(hi) << 32) | u64::from(lo);
                 let id = u32::from(id);
-                let fields = PacketFields { id, ts, caplen, wirelen, at: PB_DATA, kind: "obsolete" };
+                let fields = PacketFields {
+                    id,
+                    ts,
+                    caplen,
+                    wirelen,
+                    at: PB_DATA,
+                    kind: "obsolete",
+                };
                 self.packet(body, fields, &format)?
             }
             BLOCK_SPB => {

@@ -95,24 +95,73 @@ impl Templates {
             Ok(d.unbind())
         };
         Ok(Templates {
-            top: t(&[&k.ts_sec, &k.ts_usec, &k.ts_ns, &k.caplen, &k.len, &k.data, &k.decoded])?,
+            top: t(&[
+                &k.ts_sec, &k.ts_usec, &k.ts_ns, &k.caplen, &k.len, &k.data, &k.decoded,
+            ])?,
             ethernet: t(&[&k.type_, &k.src, &k.dst, &k.eth, &k.l3])?,
             ipv4: t(&[
-                &k.type_, &k.version, &k.ihl, &k.tos, &k.total_length, &k.id, &k.flags_frag, &k.ttl,
-                &k.protocol, &k.header_checksum, &k.src, &k.dst, &k.frag, &k.frag_offset, &k.flow_key, &k.l4,
+                &k.type_,
+                &k.version,
+                &k.ihl,
+                &k.tos,
+                &k.total_length,
+                &k.id,
+                &k.flags_frag,
+                &k.ttl,
+                &k.protocol,
+                &k.header_checksum,
+                &k.src,
+                &k.dst,
+                &k.frag,
+                &k.frag_offset,
+                &k.flow_key,
+                &k.l4,
             ])?,
             ipv6: t(&[
-                &k.type_, &k.version, &k.traffic_class, &k.flow_label, &k.payload_length, &k.next_header,
-                &k.hop_limit, &k.src, &k.dst, &k.src_compact, &k.dst_compact, &k.frag, &k.frag_offset,
-                &k.flow_key, &k.l4,
+                &k.type_,
+                &k.version,
+                &k.traffic_class,
+                &k.flow_label,
+                &k.payload_length,
+                &k.next_header,
+                &k.hop_limit,
+                &k.src,
+                &k.dst,
+                &k.src_compact,
+                &k.dst_compact,
+                &k.frag,
+                &k.frag_offset,
+                &k.flow_key,
+                &k.l4,
             ])?,
             flow_ports: t(&[&k.proto, &k.src_ip, &k.src_port, &k.dst_ip, &k.dst_port])?,
-            udp: t(&[&k.type_, &k.src_port, &k.dst_port, &k.length, &k.checksum, &k.data_len, &k.payload])?,
-            tcp: t(&[
-                &k.type_, &k.src_port, &k.dst_port, &k.seq, &k.ack, &k.flags, &k.flags_str, &k.window,
-                &k.checksum, &k.urgent_pointer, &k.header_len, &k.data_len, &k.payload,
+            udp: t(&[
+                &k.type_,
+                &k.src_port,
+                &k.dst_port,
+                &k.length,
+                &k.checksum,
+                &k.data_len,
+                &k.payload,
             ])?,
-            tcp_flags: t(&[&k.urg, &k.ack, &k.psh, &k.rst, &k.syn, &k.fin, &k.ece, &k.cwr])?,
+            tcp: t(&[
+                &k.type_,
+                &k.src_port,
+                &k.dst_port,
+                &k.seq,
+                &k.ack,
+                &k.flags,
+                &k.flags_str,
+                &k.window,
+                &k.checksum,
+                &k.urgent_pointer,
+                &k.header_len,
+                &k.data_len,
+                &k.payload,
+            ])?,
+            tcp_flags: t(&[
+                &k.urg, &k.ack, &k.psh, &k.rst, &k.syn, &k.fin, &k.ece, &k.cwr,
+            ])?,
         })
     }
 }
@@ -133,7 +182,10 @@ struct StackText<const N: usize> {
 
 impl<const N: usize> StackText<N> {
     fn new() -> Self {
-        StackText { buf: [0; N], len: 0 }
+        StackText {
+            buf: [0; N],
+            len: 0,
+        }
     }
     fn as_str(&self) -> &str {
         core::str::from_utf8(&self.buf[..self.len]).unwrap_or("")
@@ -161,12 +213,18 @@ struct Map<'py> {
 impl<'py> Map<'py> {
     #[inline]
     fn new(py: Python<'py>) -> Self {
-        Map { py, d: PyDict::new(py) }
+        Map {
+            py,
+            d: PyDict::new(py),
+        }
     }
     /// A copy of `template`; every key of it must then be set.
     #[inline]
     fn like(py: Python<'py>, template: &Py<PyDict>) -> PyResult<Self> {
-        Ok(Map { py, d: template.bind(py).copy()? })
+        Ok(Map {
+            py,
+            d: template.bind(py).copy()?,
+        })
     }
     #[inline]
     fn set<V: IntoPyObject<'py>>(&self, k: &Py<PyString>, v: V) -> PyResult<()>
@@ -233,7 +291,11 @@ pub fn full_map_with<'py>(
     let k = STRINGS.get_or_init(py, || Strings::new(py));
     let t = templates(py, k)?;
     let d = decode(pkt.linktype, pkt.data);
-    let top = if d.link.is_some() { Map::like(py, &t.top)? } else { Map::new(py) };
+    let top = if d.link.is_some() {
+        Map::like(py, &t.top)?
+    } else {
+        Map::new(py)
+    };
     top.set(&k.ts_sec, pkt.ts_sec())?;
     top.set(&k.ts_usec, pkt.ts_usec())?;
     top.set(&k.ts_ns, pkt.ts_ns)?;
@@ -281,10 +343,22 @@ fn run_hooks<'py>(py: Python<'py>, mut map: Bound<'py, PyDict>) -> PyResult<Boun
     Ok(map)
 }
 
-fn decoded_map<'py>(py: Python<'py>, k: &Strings, t: &Templates, d: &Decoded<'_>) -> PyResult<Bound<'py, PyDict>> {
-    let Some(link) = d.link.as_ref() else { return Ok(PyDict::new(py)) };
-    let plain_ethernet = link.kind == crate::decode::LinkKind::Ethernet && link.vlan.as_slice().is_empty();
-    let m = if plain_ethernet && d.l3.is_some() { Map::like(py, &t.ethernet)? } else { Map::new(py) };
+fn decoded_map<'py>(
+    py: Python<'py>,
+    k: &Strings,
+    t: &Templates,
+    d: &Decoded<'_>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let Some(link) = d.link.as_ref() else {
+        return Ok(PyDict::new(py));
+    };
+    let plain_ethernet =
+        link.kind == crate::decode::LinkKind::Ethernet && link.vlan.as_slice().is_empty();
+    let m = if plain_ethernet && d.l3.is_some() {
+        Map::like(py, &t.ethernet)?
+    } else {
+        Map::new(py)
+    };
     link_fields(&m, k, link)?;
     if let Some(l3) = &d.l3 {
         m.set(&k.l3, l3_map(py, k, t, l3)?)?;
@@ -340,7 +414,12 @@ fn link_fields(m: &Map<'_>, k: &Strings, link: &Link<'_>) -> PyResult<()> {
     Ok(())
 }
 
-fn l3_map<'py>(py: Python<'py>, k: &Strings, t: &Templates, l3: &L3<'_>) -> PyResult<Bound<'py, PyDict>> {
+fn l3_map<'py>(
+    py: Python<'py>,
+    k: &Strings,
+    t: &Templates,
+    l3: &L3<'_>,
+) -> PyResult<Bound<'py, PyDict>> {
     let m = match l3 {
         L3::Ipv4(_) => Map::like(py, &t.ipv4)?,
         L3::Ipv6(_) => Map::like(py, &t.ipv6)?,
@@ -363,7 +442,13 @@ fn l3_map<'py>(py: Python<'py>, k: &Strings, t: &Templates, l3: &L3<'_>) -> PyRe
     Ok(m.d)
 }
 
-fn ipv4_fields(m: &Map<'_>, k: &Strings, t: &Templates, v4: &Ipv4<'_>, l3: &L3<'_>) -> PyResult<()> {
+fn ipv4_fields(
+    m: &Map<'_>,
+    k: &Strings,
+    t: &Templates,
+    v4: &Ipv4<'_>,
+    l3: &L3<'_>,
+) -> PyResult<()> {
     let h = &v4.header;
     m.s(&k.type_, &k.v_ipv4)?;
     m.set(&k.version, h.version())?;
@@ -390,7 +475,13 @@ fn ipv4_fields(m: &Map<'_>, k: &Strings, t: &Templates, v4: &Ipv4<'_>, l3: &L3<'
     m.set(&k.l4, l4_map(m.py, k, t, &v4.l4)?)
 }
 
-fn ipv6_fields(m: &Map<'_>, k: &Strings, t: &Templates, v6: &Ipv6<'_>, l3: &L3<'_>) -> PyResult<()> {
+fn ipv6_fields(
+    m: &Map<'_>,
+    k: &Strings,
+    t: &Templates,
+    v6: &Ipv6<'_>,
+    l3: &L3<'_>,
+) -> PyResult<()> {
     let h = &v6.header;
     m.s(&k.type_, &k.v_ipv6)?;
     m.set(&k.version, h.version())?;
@@ -420,8 +511,14 @@ fn flow_key<'py>(
     src: &Bound<'py, PyString>,
     dst: &Bound<'py, PyString>,
 ) -> PyResult<()> {
-    let Some(key) = l3.flow_key() else { return m.none(&k.flow_key) };
-    let f = if key.proto.has_ports() { Map::like(m.py, &t.flow_ports)? } else { Map::new(m.py) };
+    let Some(key) = l3.flow_key() else {
+        return m.none(&k.flow_key);
+    };
+    let f = if key.proto.has_ports() {
+        Map::like(m.py, &t.flow_ports)?
+    } else {
+        Map::new(m.py)
+    };
     match key.proto {
         FlowProto::Tcp => f.s(&k.proto, &k.v_tcp)?,
         FlowProto::Udp => f.s(&k.proto, &k.v_udp)?,
@@ -464,7 +561,12 @@ fn arp_fields(m: &Map<'_>, k: &Strings, a: &Arp<'_>) -> PyResult<()> {
 /// TCP flag letters from bit 7 (CWR) down to bit 0 (FIN).
 const TCP_FLAG_LETTERS: [u8; 8] = *b"CEUAPRSF";
 
-fn l4_map<'py>(py: Python<'py>, k: &Strings, tpl: &Templates, l4: &L4<'_>) -> PyResult<Bound<'py, PyDict>> {
+fn l4_map<'py>(
+    py: Python<'py>,
+    k: &Strings,
+    tpl: &Templates,
+    l4: &L4<'_>,
+) -> PyResult<Bound<'py, PyDict>> {
     let m = match l4 {
         L4::Tcp(..) => Map::like(py, &tpl.tcp)?,
         L4::Udp(..) => Map::like(py, &tpl.udp)?,
@@ -477,7 +579,16 @@ fn l4_map<'py>(py: Python<'py>, k: &Strings, tpl: &Templates, l4: &L4<'_>) -> Py
             m.set(&k.dst_port, t.destination_port())?;
             m.set(&k.seq, t.sequence_number())?;
             m.set(&k.ack, t.acknowledgment_number())?;
-            let bits = [t.cwr(), t.ece(), t.urg(), t.ack(), t.psh(), t.rst(), t.syn(), t.fin()];
+            let bits = [
+                t.cwr(),
+                t.ece(),
+                t.urg(),
+                t.ack(),
+                t.psh(),
+                t.rst(),
+                t.syn(),
+                t.fin(),
+            ];
             let f = Map::like(py, &tpl.tcp_flags)?;
             f.set(&k.urg, t.urg())?;
             f.set(&k.ack, t.ack())?;
@@ -520,14 +631,30 @@ fn l4_map<'py>(py: Python<'py>, k: &Strings, tpl: &Templates, l4: &L4<'_>) -> Py
             }
         }
         L4::Icmp(i) => icmp_fields(&m, k, i)?,
-        L4::Fragment { v6, proto, offset, payload } => {
-            m.s(&k.type_, if *v6 { &k.v_ipv6_fragment } else { &k.v_ipv4_fragment })?;
+        L4::Fragment {
+            v6,
+            proto,
+            offset,
+            payload,
+        } => {
+            m.s(
+                &k.type_,
+                if *v6 {
+                    &k.v_ipv6_fragment
+                } else {
+                    &k.v_ipv4_fragment
+                },
+            )?;
             m.set(&k.offset, *offset)?;
             m.set(&k.proto, *proto)?;
             m.set(&k.data_len, payload.len())?;
             m.bytes(&k.payload, payload)?;
         }
-        L4::Unknown { proto, truncated, payload } => {
+        L4::Unknown {
+            proto,
+            truncated,
+            payload,
+        } => {
             m.s(&k.type_, &k.v_unknown_l4)?;
             m.set(&k.proto, *proto)?;
             if *truncated {
@@ -602,7 +729,12 @@ fn dns_map<'py>(py: Python<'py>, k: &Strings, d: &Dns<'_>) -> PyResult<Bound<'py
     m.set(&k.rcode_name, &rcode_name)?;
     let mut summary = StackText::<48>::new();
     let _ = if d.qr() {
-        write!(summary, "response/{}/{}", opcode_name.to_str()?, rcode_name.to_str()?)
+        write!(
+            summary,
+            "response/{}/{}",
+            opcode_name.to_str()?,
+            rcode_name.to_str()?
+        )
     } else {
         write!(summary, "query/{}", opcode_name.to_str()?)
     };
@@ -639,7 +771,11 @@ fn dns_map<'py>(py: Python<'py>, k: &Strings, d: &Dns<'_>) -> PyResult<Bound<'py
     Ok(m.d)
 }
 
-fn tls_map<'py>(py: Python<'py>, k: &Strings, ch: &ClientHello<'_>) -> PyResult<Bound<'py, PyDict>> {
+fn tls_map<'py>(
+    py: Python<'py>,
+    k: &Strings,
+    ch: &ClientHello<'_>,
+) -> PyResult<Bound<'py, PyDict>> {
     let m = Map::new(py);
     m.s(&k.type_, &k.v_tls)?;
     if let Some(sni) = ch.sni {
@@ -685,10 +821,20 @@ fn tls_summary(out: &mut impl core::fmt::Write, ch: &ClientHello<'_>) -> core::f
 /// The packet map of raw bytes (timestamps 0, caplen = len = `len(data)`).
 #[pyfunction]
 #[pyo3(signature = (data, linktype))]
-fn decode_bytes<'py>(py: Python<'py>, data: &Bound<'py, PyBytes>, linktype: u32) -> PyResult<Bound<'py, PyDict>> {
+fn decode_bytes<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyBytes>,
+    linktype: u32,
+) -> PyResult<Bound<'py, PyDict>> {
     let b = data.as_bytes();
     let n = u32::try_from(b.len()).unwrap_or(u32::MAX);
-    let pkt = RawPacket { ts_ns: 0, caplen: n, wirelen: n, linktype, data: b };
+    let pkt = RawPacket {
+        ts_ns: 0,
+        caplen: n,
+        wirelen: n,
+        linktype,
+        data: b,
+    };
     Ok(full_map_with(py, &pkt, Some(data.as_any()))?.0)
 }
 

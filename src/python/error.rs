@@ -24,9 +24,18 @@ impl From<Error> for PyErr {
                 source.to_string(),
                 path.display().to_string(),
             )),
-            Error::Format { path, index, offset, .. } | Error::Truncated { path, index, offset, .. } => {
-                PcapFormatError::new_err((message, path.display().to_string(), index, offset))
+            Error::Format {
+                path,
+                index,
+                offset,
+                ..
             }
+            | Error::Truncated {
+                path,
+                index,
+                offset,
+                ..
+            } => PcapFormatError::new_err((message, path.display().to_string(), index, offset)),
             Error::Filter { .. } | Error::InvalidArgument(_) => PyValueError::new_err(message),
             Error::Capture(_) => CaptureError::new_err(message),
         }

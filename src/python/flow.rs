@@ -24,15 +24,27 @@ use super::error::TruncatedCaptureWarning;
 use crate::decode::addr;
 use crate::decode::fastpath::{self, FlowFields};
 use crate::error::{Error, Result};
-use crate::flow::{self, columns, FlowKey, FlowOptions, FlowTable, KeepAll, PacketFilter, RawBatchBuilder, Stop};
+use crate::flow::{
+    self, columns, FlowKey, FlowOptions, FlowTable, KeepAll, PacketFilter, RawBatchBuilder, Stop,
+};
 use crate::pcap::bpf::FileFilter;
 use crate::pcap::FileReader;
 use crate::source::{PacketSource, RawPacket};
 
 /// Interned dict keys of the flow dict, in their fixed order.
 static KEYS: PyOnceLock<[Py<PyString>; 10]> = PyOnceLock::new();
-const KEY_NAMES: [&str; 10] =
-    ["ts_sec", "ts_usec", "caplen", "len", "ip_version", "protocol", "src_ip", "dst_ip", "src_port", "dst_port"];
+const KEY_NAMES: [&str; 10] = [
+    "ts_sec",
+    "ts_usec",
+    "caplen",
+    "len",
+    "ip_version",
+    "protocol",
+    "src_ip",
+    "dst_ip",
+    "src_port",
+    "dst_port",
+];
 static DECODE_ERROR: PyOnceLock<Py<PyString>> = PyOnceLock::new();
 
 /// The flat flow dict for `pkt`, and whether it carries a `decode_error`.
@@ -41,7 +53,10 @@ static DECODE_ERROR: PyOnceLock<Py<PyString>> = PyOnceLock::new();
 /// src_port, dst_port`, then `decode_error` (a message) when the walk stopped on a cut or
 /// invalid header. Addresses are 16-byte `bytes` (IPv4-mapped for IPv4), as in the tables;
 /// fields that do not apply are `None`.
-pub fn flow_dict<'py>(py: Python<'py>, pkt: &RawPacket<'_>) -> PyResult<(Bound<'py, PyDict>, bool)> {
+pub fn flow_dict<'py>(
+    py: Python<'py>,
+    pkt: &RawPacket<'_>,
+) -> PyResult<(Bound<'py, PyDict>, bool)> {
     let keys = KEYS.get_or_init(py, || KEY_NAMES.map(|k| PyString::intern(py, k).unbind()));
     let mut f = FlowFields::default();
     fastpath::parse(pkt.linktype, pkt.data, &mut f);
@@ -82,14 +97,19 @@ fn make_filter(expr: Option<&str>, reader: &FileReader) -> Result<Box<dyn Packet
         None => Ok(Box::new(KeepAll)),
         Some(e) => {
             let linktype = reader.linktype().unwrap_or(fastpath::linktype::ETHERNET);
-            Ok(Box::new(Bpf(FileFilter::new(e, linktype, reader.snaplen().max(1))?)))
+            Ok(Box::new(Bpf(FileFilter::new(
+                e,
+                linktype,
+                reader.snaplen().max(1),
+            )?)))
         }
     }
 }
 
 fn warn_truncated(py: Python<'_>, warn: Option<Error>) -> PyResult<()> {
     if let Some(e) = warn {
-        let message = CString::new(format!("{e}; every complete packet before it was used")).unwrap_or_default();
+        let message = CString::new(format!("{e}; every complete packet before it was used"))
+            .unwrap_or_default();
         PyErr::warn(py, &py.get_type::<TruncatedCaptureWarning>(), &message, 2)?;
     }
     Ok(())
@@ -117,7 +137,10 @@ pub struct ArrowStream {
 impl ArrowStream {
     fn from_batches(schema: SchemaRef, batches: Vec<RecordBatch>) -> Self {
         let it = RecordBatchIterator::new(batches.into_iter().map(Ok), schema.clone());
-        ArrowStream { schema, reader: Mutex::new(Some(Content::Batches(Box::new(it)))) }
+        ArrowStream {
+            schema,
+            reader: Mutex::new(Some(Content::Batches(Box::new(it)))),
+        }
     }
 }
 
@@ -125,7 +148,8 @@ impl ArrowStream {
 impl ArrowStream {
     /// The schema as an `arrow_schema` capsule.
     fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
-        let ffi = FFI_ArrowSchema::try_from(self.schema.as_ref()).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        let ffi = FFI_ArrowSchema::try_from(self.schema.as_ref())
+            .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
         PyCapsule::new_with_value(py, ffi, c"arrow_schema")
     }
 
@@ -141,7 +165,9 @@ impl ArrowStream {
         let reader: BoxedReader = match self
             .reader
             .try_lock()
-            .map_err(|_| PyRuntimeError::new_err("this Arrow stream is being read by another thread"))?
+            .map_err(|_| {
+                PyRuntimeError::new_err("this Arrow stream is being read by another thread")
+            })?
             .take()
             .ok_or_else(|| PyRuntimeError::new_err("this Arrow stream was already consumed"))?
         {
@@ -161,10 +187,9 @@ impl ArrowStream {
     /// KeyboardInterrupt here and loses no batch: the stream stays open and goes on where
     /// it stopped. At the end or after an error the file is closed.
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        let mut guard = self
-            .reader
-            .try_lock()
-            .map_err(|_| PyRuntimeError::new_err("this Arrow stream is being read by another thread"))?;
+        let mut guard = self.reader.try_lock().map_err(|_| {
+            PyRuntimeError::new_err("this Arrow stream is being read by another thread")
+        })?;
         let batch = match guard.as_mut() {
             None => return Ok(None),
             Some(Content::Batches(r)) => match r.next() {
@@ -254,7 +279,8 @@ fn interruptible<T: Send>(
                     break;
                 }
             }
-            py.detach(|| worker.join()).unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            py.detach(|| worker.join())
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
         })
     } else {
         let check = || {
@@ -276,7 +302,9 @@ fn interruptible<T: Send>(
 
 fn nonempty(paths: Vec<PathBuf>) -> PyResult<Vec<PathBuf>> {
     if paths.is_empty() {
-        return Err(PyValueError::new_err("source must name at least one capture file"));
+        return Err(PyValueError::new_err(
+            "source must name at least one capture file",
+        ));
     }
     Ok(paths)
 }
@@ -290,23 +318,37 @@ fn factory(filter: Option<String>) -> impl Fn(&FileReader) -> Result<Box<dyn Pac
 /// filling fresh memory.
 #[pyfunction]
 #[pyo3(signature = (paths, *, filter = None, batch_size = 1_048_576))]
-fn flow_project(py: Python<'_>, paths: Vec<PathBuf>, filter: Option<String>, batch_size: usize) -> PyResult<ArrowStream> {
+fn flow_project(
+    py: Python<'_>,
+    paths: Vec<PathBuf>,
+    filter: Option<String>,
+    batch_size: usize,
+) -> PyResult<ArrowStream> {
     let paths = nonempty(paths)?;
     if batch_size == 0 {
-        return Err(PyValueError::new_err("batch_size must be a positive integer"));
+        return Err(PyValueError::new_err(
+            "batch_size must be a positive integer",
+        ));
     }
     let make = factory(filter);
     let parallel = paths.len() > 1;
-    let (batches, warn) = interruptible(py, parallel, |stop| flow::project_files(&paths, &make, batch_size, stop))?;
+    let (batches, warn) = interruptible(py, parallel, |stop| {
+        flow::project_files(&paths, &make, batch_size, stop)
+    })?;
     warn_truncated(py, warn)?;
-    Ok(ArrowStream::from_batches(columns::projection_schema(), batches))
+    Ok(ArrowStream::from_batches(
+        columns::projection_schema(),
+        batches,
+    ))
 }
 
 fn seconds_to_ns(name: &str, v: Option<f64>) -> PyResult<Option<i64>> {
     match v {
         None => Ok(None),
         Some(s) if s.is_finite() && s > 0.0 && s < 9.2e9 => Ok(Some((s * 1e9).round() as i64)),
-        Some(s) => Err(PyValueError::new_err(format!("{name} must be a positive number of seconds or None, not {s}"))),
+        Some(s) => Err(PyValueError::new_err(format!(
+            "{name} must be a positive number of seconds or None, not {s}"
+        ))),
     }
 }
 
@@ -319,7 +361,9 @@ fn build_table(
     let paths = nonempty(paths)?;
     let make = factory(filter);
     let parallel = paths.len() > 1;
-    let (table, warn) = interruptible(py, parallel, |stop| flow::flows_files(&paths, &make, opts, stop))?;
+    let (table, warn) = interruptible(py, parallel, |stop| {
+        flow::flows_files(&paths, &make, opts, stop)
+    })?;
     warn_truncated(py, warn)?;
     Ok(table)
 }
@@ -399,7 +443,10 @@ fn flow_topn<'py>(
     bidirectional: bool,
     filter: Option<String>,
 ) -> PyResult<(Bound<'py, PyList>, usize, u64)> {
-    let opts = FlowOptions { bidirectional, ..Default::default() };
+    let opts = FlowOptions {
+        bidirectional,
+        ..Default::default()
+    };
     let table = build_table(py, paths, filter, opts)?;
     let (packets, _) = table.counts();
     let flows = table.len();
@@ -507,7 +554,9 @@ impl RecordBatchReader for RawReader {
 #[pyo3(signature = (path, *, batch_size = 65536, filter = None))]
 fn read_batches(path: PathBuf, batch_size: usize, filter: Option<String>) -> PyResult<ArrowStream> {
     if batch_size == 0 {
-        return Err(PyValueError::new_err("batch_size must be a positive integer"));
+        return Err(PyValueError::new_err(
+            "batch_size must be a positive integer",
+        ));
     }
     let schema = columns::raw_schema();
     let source = FileReader::open(path)?;
@@ -521,7 +570,10 @@ fn read_batches(path: PathBuf, batch_size: usize, filter: Option<String>) -> PyR
         schema: schema.clone(),
         ready: None,
     };
-    Ok(ArrowStream { schema, reader: Mutex::new(Some(Content::Raw(Box::new(reader)))) })
+    Ok(ArrowStream {
+        schema,
+        reader: Mutex::new(Some(Content::Raw(Box::new(reader)))),
+    })
 }
 
 /// Text of the 16-byte addresses in `buf` (None where the `valid` byte is 0); `versions`
@@ -535,7 +587,9 @@ fn addresses_to_str<'py>(
     versions: Option<&[u8]>,
 ) -> PyResult<Bound<'py, PyList>> {
     if buf.len() != valid.len() * 16 || versions.is_some_and(|v| v.len() != valid.len()) {
-        return Err(PyValueError::new_err("address buffer, validity and versions differ in length"));
+        return Err(PyValueError::new_err(
+            "address buffer, validity and versions differ in length",
+        ));
     }
     // Format every address into one buffer with the GIL released, then make the strings.
     let (text, ends): (String, Vec<Option<usize>>) = py.detach(|| {
@@ -547,7 +601,11 @@ fn addresses_to_str<'py>(
                 (*ok != 0).then(|| {
                     let a: [u8; 16] = buf[i * 16..i * 16 + 16].try_into().expect("16 bytes");
                     let v6 = versions.is_some_and(|v| v[i] == 6);
-                    let version = if a[..12] == MAPPED_PREFIX && !v6 { 4 } else { 6 };
+                    let version = if a[..12] == MAPPED_PREFIX && !v6 {
+                        4
+                    } else {
+                        6
+                    };
                     write_addr(&mut text, version, &a);
                     text.len()
                 })
