@@ -340,6 +340,7 @@ fn emit<F: FnMut(&Event)>(
 }
 
 /// JA4 (and JA4_o) of a ClientHello body.
+#[allow(clippy::too_many_arguments)]
 fn client_hello<F: FnMut(&Event)>(
     body: &[u8],
     transport: Transport,
@@ -382,7 +383,14 @@ fn server_hello<F: FnMut(&Event)>(
     };
     if cfg.methods.has(Method::Ja4S) {
         if ja4s::ja4s(&h, transport, out) {
-            emit(ctx, Method::Ja4S, out.value.as_str(), out.raw.as_str(), counters, f);
+            emit(
+                ctx,
+                Method::Ja4S,
+                out.value.as_str(),
+                out.raw.as_str(),
+                counters,
+                f,
+            );
         } else {
             counters.unparsed += 1;
         }
@@ -399,7 +407,14 @@ fn certificate<F: FnMut(&Event)>(
 ) {
     for der in certificates(body) {
         if ja4x::ja4x(der, out) {
-            emit(ctx, Method::Ja4X, out.value.as_str(), out.raw.as_str(), counters, f);
+            emit(
+                ctx,
+                Method::Ja4X,
+                out.value.as_str(),
+                out.raw.as_str(),
+                counters,
+                f,
+            );
         } else {
             counters.unparsed += 1;
         }
@@ -452,7 +467,17 @@ fn tls_progress<F: FnMut(&Event)>(
         st.hs_pos = body_start + len;
         match (kind, ty) {
             (StreamKind::TlsClient, HS_CLIENT_HELLO) => {
-                client_hello(body, Transport::Tcp, false, cfg, &mut s.ja4, &mut s.out, counters, ctx, f);
+                client_hello(
+                    body,
+                    Transport::Tcp,
+                    false,
+                    cfg,
+                    &mut s.ja4,
+                    &mut s.out,
+                    counters,
+                    ctx,
+                    f,
+                );
                 return TlsStep::Done;
             }
             (StreamKind::TlsServer, HS_SERVER_HELLO) => {
@@ -497,7 +522,12 @@ fn address(l3: &L3) -> Option<(u8, [u8; 16], [u8; 16], u8)> {
                 x[12..].copy_from_slice(&a);
                 x
             };
-            Some((4, m(v4.header.source()), m(v4.header.destination()), v4.header.ttl()))
+            Some((
+                4,
+                m(v4.header.source()),
+                m(v4.header.destination()),
+                v4.header.ttl(),
+            ))
         }
         L3::Ipv6(v6) => Some((
             6,
@@ -637,9 +667,10 @@ impl Fingerprinter {
                 ja4t::ja4t(window, options, t);
                 emit(ctx, Method::Ja4T, t.as_str(), "", &mut self.counters, f);
             }
-            let restart = |old: Option<TcpConn>| match old {
-                // A retransmitted SYN before any SYN-ACK restarts the timing.
-                Some(c) if c.ja4l.synack.is_some() => c,
+            let restart = |old: Option<TcpConn>, same: bool| match old {
+                // A SYN again after the SYN-ACK changes nothing; before it, it restarts the
+                // timing.
+                Some(c) if same && c.ja4l.synack.is_some() => c,
                 _ => TcpConn {
                     client_is_lo: from_lo,
                     ja4l: Ja4lState {
@@ -660,7 +691,7 @@ impl Fingerprinter {
                     }) => st.retransmission(now, t),
                     _ => {
                         let st = Ja4tsState::first(now, window, options, t);
-                        self.ja4ts.insert_with(key, now, |_| TsConn {
+                        self.ja4ts.insert_with(key, now, |_, _| TsConn {
                             server_is_lo: from_lo,
                             state: Some(st),
                         });
@@ -744,8 +775,8 @@ impl Fingerprinter {
             return;
         }
         if !self.ssh.contains(key) {
-            let port22 = ctx.src.port == TCP_ORIENTED_PORTS_SSH
-                || ctx.dst.port == TCP_ORIENTED_PORTS_SSH;
+            let port22 =
+                ctx.src.port == TCP_ORIENTED_PORTS_SSH || ctx.dst.port == TCP_ORIENTED_PORTS_SSH;
             if !(port22 || ja4ssh::is_banner(payload)) {
                 return;
             }
@@ -763,7 +794,7 @@ impl Fingerprinter {
                 // Without a handshake or port 22, the first banner seen is the server's.
                 None => !from_lo,
             };
-            self.ssh.insert_with(*key, now, |_| SshConn {
+            self.ssh.insert_with(*key, now, |_, _| SshConn {
                 client_is_lo,
                 ..SshConn::default()
             });
@@ -850,10 +881,28 @@ impl Fingerprinter {
         let mut skip_server_hello = false;
         if let Some(body) = whole {
             if kind == StreamKind::TlsClient {
-                client_hello(body, Transport::Tcp, false, &self.cfg, &mut self.s.ja4, &mut self.s.out, &mut self.counters, ctx, f);
+                client_hello(
+                    body,
+                    Transport::Tcp,
+                    false,
+                    &self.cfg,
+                    &mut self.s.ja4,
+                    &mut self.s.out,
+                    &mut self.counters,
+                    ctx,
+                    f,
+                );
                 return;
             }
-            let v = server_hello(body, Transport::Tcp, &self.cfg, &mut self.s.out, &mut self.counters, ctx, f);
+            let v = server_hello(
+                body,
+                Transport::Tcp,
+                &self.cfg,
+                &mut self.s.out,
+                &mut self.counters,
+                ctx,
+                f,
+            );
             if v.is_none_or(|v| v == TLS13) || !m.has(Method::Ja4X) {
                 return;
             }
@@ -864,7 +913,7 @@ impl Fingerprinter {
             from_lo,
             kind,
         };
-        let Some(st) = self.tls.insert_with(sk, now, |old| {
+        let Some(st) = self.tls.insert_with(sk, now, |old, _| {
             let mut st = old.unwrap_or_default();
             st.reset(seq);
             st
@@ -908,7 +957,14 @@ impl Fingerprinter {
                     if head_complete(&st.buf) {
                         if ja4h::ja4h(&st.buf, &mut self.s.ja4h, &mut self.s.out) {
                             let o = &self.s.out;
-                            emit(ctx, Method::Ja4H, o.value.as_str(), o.raw.as_str(), &mut self.counters, f);
+                            emit(
+                                ctx,
+                                Method::Ja4H,
+                                o.value.as_str(),
+                                o.raw.as_str(),
+                                &mut self.counters,
+                                f,
+                            );
                         } else {
                             self.counters.unparsed += 1;
                         }
@@ -937,13 +993,20 @@ impl Fingerprinter {
         if head_complete(payload) {
             if ja4h::ja4h(payload, &mut self.s.ja4h, &mut self.s.out) {
                 let o = &self.s.out;
-                emit(ctx, Method::Ja4H, o.value.as_str(), o.raw.as_str(), &mut self.counters, f);
+                emit(
+                    ctx,
+                    Method::Ja4H,
+                    o.value.as_str(),
+                    o.raw.as_str(),
+                    &mut self.counters,
+                    f,
+                );
             } else {
                 self.counters.unparsed += 1;
             }
             return;
         }
-        if let Some(st) = self.http.insert_with(sk, now, |old| {
+        if let Some(st) = self.http.insert_with(sk, now, |old, _| {
             let mut st = old.unwrap_or_default();
             st.reset(seq);
             st
@@ -981,12 +1044,23 @@ impl Fingerprinter {
             if want_client {
                 if let Some(body) = super::hello::dtls_client_hello_body(payload) {
                     let s = &mut self.s;
-                    client_hello(body, Transport::Dtls, true, &self.cfg, &mut s.ja4, &mut s.out, &mut self.counters, ctx, f);
+                    client_hello(
+                        body,
+                        Transport::Dtls,
+                        true,
+                        &self.cfg,
+                        &mut s.ja4,
+                        &mut s.out,
+                        &mut self.counters,
+                        ctx,
+                        f,
+                    );
                 }
             }
             return;
         }
-        if payload.first().is_some_and(|b| b & 0xc0 == 0xc0) && (want_client || m.has(Method::Ja4S)) {
+        if payload.first().is_some_and(|b| b & 0xc0 == 0xc0) && (want_client || m.has(Method::Ja4S))
+        {
             self.quic_datagram(ctx, payload, f);
         }
     }
@@ -1075,7 +1149,17 @@ impl Fingerprinter {
                 c.client_done = true;
                 if msg[0] == HS_CLIENT_HELLO {
                     let body = &msg[HANDSHAKE_HEADER_LEN..];
-                    client_hello(body, Transport::Quic, false, &self.cfg, ja4, out, &mut self.counters, ctx, f);
+                    client_hello(
+                        body,
+                        Transport::Quic,
+                        false,
+                        &self.cfg,
+                        ja4,
+                        out,
+                        &mut self.counters,
+                        ctx,
+                        f,
+                    );
                 }
             }
             return;
@@ -1089,7 +1173,17 @@ impl Fingerprinter {
             Some(msg) => {
                 if msg[0] == HS_CLIENT_HELLO {
                     let body = &msg[HANDSHAKE_HEADER_LEN..];
-                    client_hello(body, Transport::Quic, false, &self.cfg, ja4, out, &mut self.counters, ctx, f);
+                    client_hello(
+                        body,
+                        Transport::Quic,
+                        false,
+                        &self.cfg,
+                        ja4,
+                        out,
+                        &mut self.counters,
+                        ctx,
+                        f,
+                    );
                 }
                 true
             }
@@ -1097,7 +1191,7 @@ impl Fingerprinter {
         };
         // Remember the connection: for the server's Initial, and for the rest of a
         // ClientHello that did not fit this datagram.
-        let entry = self.quic.insert_with(key, now, |old| {
+        let entry = self.quic.insert_with(key, now, |old, _| {
             let mut c = old.unwrap_or_default();
             c.version = version;
             c.dcid = dcid;
@@ -1155,7 +1249,14 @@ impl Fingerprinter {
         }
         match ServerHello::parse_body(&msg[HANDSHAKE_HEADER_LEN..]) {
             Some(sh) if ja4s::ja4s(&sh, Transport::Quic, out) => {
-                emit(ctx, Method::Ja4S, out.value.as_str(), out.raw.as_str(), &mut self.counters, f);
+                emit(
+                    ctx,
+                    Method::Ja4S,
+                    out.value.as_str(),
+                    out.raw.as_str(),
+                    &mut self.counters,
+                    f,
+                );
             }
             _ => self.counters.unparsed += 1,
         }

@@ -43,13 +43,16 @@ impl Scratch {
 
 /// Whether a payload starts like an HTTP request (a known method and a space).
 pub fn looks_like_request(payload: &[u8]) -> bool {
-    METHODS.iter().any(|m| {
-        payload.len() > m.len() && payload.starts_with(m) && payload[m.len()] == b' '
-    })
+    METHODS
+        .iter()
+        .any(|m| payload.len() > m.len() && payload.starts_with(m) && payload[m.len()] == b' ')
 }
 
 fn trim(b: &[u8]) -> &[u8] {
-    let start = b.iter().position(|c| !c.is_ascii_whitespace()).unwrap_or(b.len());
+    let start = b
+        .iter()
+        .position(|c| !c.is_ascii_whitespace())
+        .unwrap_or(b.len());
     let end = b
         .iter()
         .rposition(|c| !c.is_ascii_whitespace())

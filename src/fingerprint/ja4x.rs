@@ -184,17 +184,17 @@ pub fn ja4x(der: &[u8], out: &mut Output) -> bool {
     };
     let r = &mut out.raw;
     let mut bounds = [0usize; 6];
-    let parts: [&dyn Fn(&mut super::Text<{ super::RAW_CAP }>) -> Option<()>; 3] = [
-        &|r| name_oids(cert.issuer, r),
-        &|r| name_oids(cert.subject, r),
-        &|r| extension_oids(cert.extensions, r),
-    ];
-    for (i, part) in parts.iter().enumerate() {
+    for i in 0..3 {
         if i > 0 {
             r.push(b'_');
         }
         bounds[2 * i] = r.len();
-        if part(r).is_none() {
+        let ok = match i {
+            0 => name_oids(cert.issuer, r),
+            1 => name_oids(cert.subject, r),
+            _ => extension_oids(cert.extensions, r),
+        };
+        if ok.is_none() {
             return false;
         }
         bounds[2 * i + 1] = r.len();

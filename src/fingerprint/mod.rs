@@ -19,6 +19,7 @@
 //! JA4D6 ("JA4+") are under the FoxIO License 1.1 (see docs/fingerprints.md).
 
 pub mod engine;
+pub mod frames;
 pub mod hello;
 pub mod ja4;
 pub mod ja4d;

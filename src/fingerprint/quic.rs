@@ -22,12 +22,12 @@ pub const VERSION_1: u32 = 0x0000_0001;
 pub const VERSION_2: u32 = 0x6b33_43cf;
 
 const SALT_V1: [u8; 20] = [
-    0x38, 0x76, 0x2c, 0xf7, 0xf5, 0x59, 0x34, 0xb3, 0x4d, 0x17, 0x9a, 0xe6, 0xa4, 0xc8, 0x0c,
-    0xad, 0xcc, 0xbb, 0x7f, 0x0a,
+    0x38, 0x76, 0x2c, 0xf7, 0xf5, 0x59, 0x34, 0xb3, 0x4d, 0x17, 0x9a, 0xe6, 0xa4, 0xc8, 0x0c, 0xad,
+    0xcc, 0xbb, 0x7f, 0x0a,
 ];
 const SALT_V2: [u8; 20] = [
-    0x0d, 0xed, 0xe3, 0xde, 0xf7, 0x00, 0xa6, 0xdb, 0x81, 0x93, 0x81, 0xbe, 0x6e, 0x26, 0x9d,
-    0xcb, 0xf9, 0xbd, 0x2e, 0xd9,
+    0x0d, 0xed, 0xe3, 0xde, 0xf7, 0x00, 0xa6, 0xdb, 0x81, 0x93, 0x81, 0xbe, 0x6e, 0x26, 0x9d, 0xcb,
+    0xf9, 0xbd, 0x2e, 0xd9,
 ];
 
 /// The longest connection ID (RFC 9000 §17.2).
@@ -181,11 +181,8 @@ pub fn decrypt(b: &[u8], h: &InitialHeader, keys: &Keys, out: &mut [u8]) -> Opti
     }
     // The AAD is the unprotected header; rebuild it on the stack.
     let mut aad = [0u8; 1 + 4 + 2 + 2 * MAX_CID_LEN + 8 + 8 + 4 + 64];
-    let aad = match aad.get_mut(..hdr_len) {
-        Some(a) => a,
-        // A long token: the header does not fit the stack copy.
-        None => return None,
-    };
+    // A header with a long token does not fit the stack copy.
+    let aad = aad.get_mut(..hdr_len)?;
     aad.copy_from_slice(&b[..hdr_len]);
     aad[0] = first;
     let mut pn = 0u64;
@@ -208,10 +205,7 @@ pub fn decrypt(b: &[u8], h: &InitialHeader, keys: &Keys, out: &mut [u8]) -> Opti
 
 /// Call `f(offset, data)` for each CRYPTO frame of a decrypted Initial payload; `None` when
 /// a frame is malformed or not allowed in an Initial packet.
-pub fn crypto_frames<'a>(
-    payload: &'a [u8],
-    mut f: impl FnMut(u64, &'a [u8]),
-) -> Option<()> {
+pub fn crypto_frames<'a>(payload: &'a [u8], mut f: impl FnMut(u64, &'a [u8])) -> Option<()> {
     let mut c = Cursor::new(payload);
     while !c.is_empty() {
         match c.u8()? {
@@ -289,7 +283,8 @@ impl CryptoStream {
     fn complete(&self, end: usize) -> bool {
         let full = end / 64;
         self.have[..full].iter().all(|w| *w == u64::MAX)
-            && (end % 64 == 0 || self.have[full] & ((1u64 << (end % 64)) - 1) == (1u64 << (end % 64)) - 1)
+            && (end % 64 == 0
+                || self.have[full] & ((1u64 << (end % 64)) - 1) == (1u64 << (end % 64)) - 1)
     }
 
     /// The first handshake message (header and body) when it is whole.
@@ -297,7 +292,10 @@ impl CryptoStream {
         if !self.complete(4) {
             return None;
         }
-        let len = 4 + (usize::from(self.data[1]) << 16 | usize::from(self.data[2]) << 8 | usize::from(self.data[3]));
+        let len = 4
+            + (usize::from(self.data[1]) << 16
+                | usize::from(self.data[2]) << 8
+                | usize::from(self.data[3]));
         (len <= MAX_CRYPTO && self.complete(len)).then(|| &self.data[..len])
     }
 }

@@ -132,13 +132,14 @@ impl<K: Hash + Eq + Copy, V> Table<K, V> {
         self.map.contains_key(key)
     }
 
-    /// Insert or replace the entry of `key`, built by `make` (given the slot's previous
-    /// value to reuse, when there is one); `None` when the table keeps nothing.
+    /// Insert or replace the entry of `key`, built by `make`. `make` is given the value the
+    /// slot held, to reuse its buffers, and whether that value was `key`'s own (`true`) or
+    /// another, ended entry's (`false`); `None` when the table keeps nothing.
     pub fn insert_with(
         &mut self,
         key: K,
         now_ns: i64,
-        make: impl FnOnce(Option<V>) -> V,
+        make: impl FnOnce(Option<V>, bool) -> V,
     ) -> Option<&mut V>
     where
         V: Default,
@@ -152,7 +153,7 @@ impl<K: Hash + Eq + Copy, V> Table<K, V> {
             let s = &mut self.slots[i as usize];
             s.last_ns = now_ns;
             let old = std::mem::take(&mut s.value);
-            s.value = make(Some(old));
+            s.value = make(Some(old), true);
             return Some(&mut s.value);
         }
         self.expire(now_ns);
@@ -167,7 +168,7 @@ impl<K: Hash + Eq + Copy, V> Table<K, V> {
                 s.key = key;
                 s.last_ns = now_ns;
                 let old = std::mem::take(&mut s.value);
-                s.value = make(Some(old));
+                s.value = make(Some(old), false);
                 i
             }
             None => {
@@ -176,8 +177,11 @@ impl<K: Hash + Eq + Copy, V> Table<K, V> {
                     last_ns: now_ns,
                     prev: NIL,
                     next: NIL,
-                    value: make(None),
+                    value: make(None, false),
                 });
+                // Room for every slot on the free list, so ending entries never allocates.
+                let room = self.slots.len();
+                self.free.reserve(room - self.free.len());
                 (self.slots.len() - 1) as u32
             }
         };

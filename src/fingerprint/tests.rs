@@ -32,7 +32,9 @@ pub(crate) fn spec_client_hello() -> Vec<u8> {
         0x001b, 0x0000, 0x0033, 0x0010, 0x4469, 0x0017, 0x002d, 0x000d, 0x0005, 0x0023, 0x0012,
         0x002b, 0xff01, 0x000b, 0x000a, 0x0015,
     ];
-    let sigs = [0x0403, 0x0804, 0x0401, 0x0503, 0x0805, 0x0501, 0x0806, 0x0601];
+    let sigs = [
+        0x0403, 0x0804, 0x0401, 0x0503, 0x0805, 0x0501, 0x0806, 0x0601,
+    ];
     let mut exts = vec![(0x1a1a, vec![])]; // GREASE, ignored
     for e in order {
         let data = match e {
@@ -41,7 +43,9 @@ pub(crate) fn spec_client_hello() -> Vec<u8> {
                 entry.extend_from_slice(&vec16(b"example.org"));
                 vec16(&entry)
             }
-            0x0010 => vec16(&[2, b'h', b'2', 8, b'h', b't', b't', b'p', b'/', b'1', b'.', b'1']),
+            0x0010 => vec16(&[
+                2, b'h', b'2', 8, b'h', b't', b't', b'p', b'/', b'1', b'.', b'1',
+            ]),
             0x000d => vec16(&u16s_be(&sigs)),
             0x002b => {
                 let mut v = vec![6];
@@ -91,7 +95,10 @@ fn ja4_specification_example() {
 fn ja4_edge_cases() {
     // No extensions at all, no ciphers: zeros, version from legacy_version, no SNI.
     let rec = build_client_hello(&[], &[]);
-    assert_eq!(ja4_of(&rec, false).0, "t12i000000_000000000000_000000000000");
+    assert_eq!(
+        ja4_of(&rec, false).0,
+        "t12i000000_000000000000_000000000000"
+    );
     // ALPN codes of the specification.
     use super::hello::alpn_code;
     assert_eq!(&alpn_code(Some(b"h2")), b"h2");
@@ -152,19 +159,29 @@ fn ja4h_reference_values() {
     let mut s = ja4h::Scratch::new();
     let mut out = Output::new();
     assert!(ja4h::ja4h(req, &mut s, &mut out));
-    assert_eq!(out.value, "ge11cr04da00_8ddaef5d77af_280f366eaa04_c2fb0fe53442");
+    assert_eq!(
+        out.value,
+        "ge11cr04da00_8ddaef5d77af_280f366eaa04_c2fb0fe53442"
+    );
     assert_eq!(
         out.raw,
         "ge11cr04da00_Host,User-Agent,Accept,Accept-Language_tasty_cookie,yummy_cookie_tasty_cookie=strawberry,yummy_cookie=choco"
     );
     let req = b"CONNECT example.com:443 HTTP/1.0\r\nUser-Agent: x\r\n\r\n";
     assert!(ja4h::ja4h(req, &mut s, &mut out));
-    assert_eq!(out.value, "co10nn010000_b8bcd45ac095_000000000000_000000000000");
+    assert_eq!(
+        out.value,
+        "co10nn010000_b8bcd45ac095_000000000000_000000000000"
+    );
     let req = b"GET / HTTP/1.1\r\nAccept-Language: en-US,en;q=0.9\r\n\r\n";
     assert!(ja4h::ja4h(req, &mut s, &mut out));
     assert!(out.value.as_str().starts_with("ge11nn01enus_"));
     // An unfinished head, or something else, gives nothing.
-    assert!(!ja4h::ja4h(b"GET / HTTP/1.1\r\nHost: a\r\n", &mut s, &mut out));
+    assert!(!ja4h::ja4h(
+        b"GET / HTTP/1.1\r\nHost: a\r\n",
+        &mut s,
+        &mut out
+    ));
     assert!(!ja4h::ja4h(b"HTTP/1.1 200 OK\r\n\r\n", &mut s, &mut out));
 }
 
@@ -177,7 +194,11 @@ fn ja4t_specification_examples() {
         assert_eq!(t, want);
     };
     // Windows 10: MSS 1460, NOP, WS 8, NOP, NOP, SACK permitted.
-    check(64240, &[2, 4, 5, 180, 1, 3, 3, 8, 1, 1, 4, 2], "64240_2-1-3-1-1-4_1460_8");
+    check(
+        64240,
+        &[2, 4, 5, 180, 1, 3, 3, 8, 1, 1, 4, 2],
+        "64240_2-1-3-1-1-4_1460_8",
+    );
     // Ubuntu: MSS, SACK permitted, timestamps, NOP, WS 8.
     let mut ts = vec![2, 4, 5, 180, 4, 2, 8, 10];
     ts.extend_from_slice(&[0; 8]);
@@ -297,7 +318,10 @@ pub(crate) fn certificate(issuer: &[&str], subject: &[&str], exts: &[&str]) -> V
         der(0x02, &[0x01, 0x23]),
         alg.clone(),
         name(issuer),
-        der(0x30, &[der(0x17, b"250101000000Z"), der(0x17, b"350101000000Z")].concat()),
+        der(
+            0x30,
+            &[der(0x17, b"250101000000Z"), der(0x17, b"350101000000Z")].concat(),
+        ),
         name(subject),
         der(0x30, &[alg.clone(), der(0x03, &[0, 1, 2, 3])].concat()),
     ]
@@ -305,7 +329,12 @@ pub(crate) fn certificate(issuer: &[&str], subject: &[&str], exts: &[&str]) -> V
     if !exts.is_empty() {
         let list: Vec<u8> = exts
             .iter()
-            .flat_map(|o| der(0x30, &[der(0x06, &hex(o)), der(0x04, &der(0x30, &[]))].concat()))
+            .flat_map(|o| {
+                der(
+                    0x30,
+                    &[der(0x06, &hex(o)), der(0x04, &der(0x30, &[]))].concat(),
+                )
+            })
             .collect();
         tbs.extend(der(0xa3, &der(0x30, &list)));
     }
@@ -360,7 +389,10 @@ fn ja4d_specification_examples() {
         (12, b"iPhone"),
     ]);
     assert!(ja4d::ja4d(&m, &mut out));
-    assert_eq!(out, "reqst1500in_55-57-61-51-12_1-121-3-6-15-108-114-119-252");
+    assert_eq!(
+        out,
+        "reqst1500in_55-57-61-51-12_1-121-3-6-15-108-114-119-252"
+    );
     // The reference's Wireshark vector: an ACK without a request list.
     let m = dhcp(&[
         (53, &[5]),
@@ -385,7 +417,14 @@ fn ja4d_specification_examples() {
 
 #[test]
 fn ja4d6_reference_shape() {
-    let opt = |c: u16, d: &[u8]| [c.to_be_bytes().to_vec(), (d.len() as u16).to_be_bytes().to_vec(), d.to_vec()].concat();
+    let opt = |c: u16, d: &[u8]| {
+        [
+            c.to_be_bytes().to_vec(),
+            (d.len() as u16).to_be_bytes().to_vec(),
+            d.to_vec(),
+        ]
+        .concat()
+    };
     // Solicit: client id (14-byte DUID), ORO (23, 24), elapsed time, IA_PD.
     let mut m = vec![1, 0xaa, 0xbb, 0xcc];
     m.extend(opt(1, &[0; 14]));
@@ -431,7 +470,10 @@ fn quic_initial_keys_match_the_rfcs() {
 }
 
 pub(crate) fn rfc_packet(name: &str) -> Vec<u8> {
-    let path = format!("{}/src/fingerprint/testdata/{name}.hex", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/src/fingerprint/testdata/{name}.hex",
+        env!("CARGO_MANIFEST_DIR")
+    );
     hex(&std::fs::read_to_string(path).unwrap())
 }
 
@@ -452,7 +494,13 @@ fn quic_ja4(pkt: &[u8], server: bool) -> String {
     } else {
         let ch = ClientHello::parse_body(&msg[4..], false).unwrap();
         assert_eq!(ch.server_name, Some(&b"example.com"[..]));
-        assert!(ja4(&ch, Transport::Quic, false, &mut Scratch::new(), &mut out));
+        assert!(ja4(
+            &ch,
+            Transport::Quic,
+            false,
+            &mut Scratch::new(),
+            &mut out
+        ));
     }
     out.value.as_str().to_owned()
 }
@@ -462,8 +510,14 @@ fn quic_rfc_packets_decrypt_and_fingerprint() {
     // Values computed with a separate SHA-256 over the lists the RFC's ClientHello holds:
     // ciphers 1301,1302; extensions 0000,ff01,000a,0010,0005,0033,002b,000d,002d,001c,0039.
     let want = "q13d0211an_62ed6f6ca7ad_4d634acda6c0";
-    assert_eq!(quic_ja4(&rfc_packet("rfc9001_a2_client_initial"), false), want);
-    assert_eq!(quic_ja4(&rfc_packet("rfc9369_a2_client_initial"), false), want);
+    assert_eq!(
+        quic_ja4(&rfc_packet("rfc9001_a2_client_initial"), false),
+        want
+    );
+    assert_eq!(
+        quic_ja4(&rfc_packet("rfc9369_a2_client_initial"), false),
+        want
+    );
     assert_eq!(
         quic_ja4(&rfc_packet("rfc9001_a3_server_initial"), true),
         "q130200_1301_234ea6891581"
@@ -579,5 +633,360 @@ mod prop {
                 let _ = quic::decrypt(&pkt, &h, &keys, &mut plain);
             }
         }
+    }
+}
+
+mod engine_tests {
+    use super::super::frames::{self, Tcp, LINUX_SYN_OPTIONS};
+    use super::super::*;
+    use super::{certificate, dhcp, rfc_packet, spec_client_hello};
+    use crate::RawPacket;
+
+    const C: [u8; 4] = [10, 0, 0, 1];
+    const S: [u8; 4] = [10, 0, 0, 2];
+    const MS: i64 = 1_000_000;
+
+    fn seg(
+        from_client: bool,
+        port: u16,
+        sport: u16,
+        flags: u8,
+        seq: u32,
+        payload: &[u8],
+    ) -> Vec<u8> {
+        let (src, dst, sp, dp, ttl) = if from_client {
+            (C, S, port, sport, 64)
+        } else {
+            (S, C, sport, port, 57)
+        };
+        let syn = flags & ja4t::flags::SYN != 0;
+        let opts: &[u8] = if syn { &LINUX_SYN_OPTIONS } else { &[] };
+        frames::tcp(
+            &Tcp {
+                src,
+                dst,
+                sport: sp,
+                dport: dp,
+                flags,
+                seq,
+                ack: 1,
+                window: if from_client { 64240 } else { 65160 },
+                options: opts,
+                ttl,
+            },
+            payload,
+        )
+    }
+
+    /// A TLS 1.2 connection: handshake, a ClientHello in two segments, a ServerHello and a
+    /// two-certificate chain over three segments with a retransmission, client port `port`.
+    fn tls12_connection(port: u16, t0: i64) -> Vec<(i64, Vec<u8>)> {
+        use ja4t::flags::{ACK, PSH, SYN};
+        let ch = spec_client_hello();
+        let mut sh_body = vec![3, 3];
+        sh_body.extend_from_slice(&[5; 32]);
+        sh_body.push(0);
+        sh_body.extend_from_slice(&[0xc0, 0x2f, 0, 0, 4, 0xff, 0x01, 0, 0]);
+        let sh = hello::wrap_handshake(2, &sh_body);
+        let rdn = ["550406", "55040a", "550403"];
+        let c1 = certificate(&rdn, &["550403"], &["551d11", "551d25"]);
+        let c2 = certificate(&rdn, &rdn, &["551d13"]);
+        let mut list = Vec::new();
+        for c in [&c1, &c2] {
+            list.extend_from_slice(&(c.len() as u32).to_be_bytes()[1..]);
+            list.extend_from_slice(c);
+        }
+        let mut body = (list.len() as u32).to_be_bytes()[1..].to_vec();
+        body.extend_from_slice(&list);
+        let cert = hello::wrap_handshake(11, &body);
+        let done = hello::wrap_handshake(14, &[]);
+        let server: Vec<u8> = [sh, cert, done].concat();
+        let (a, b) = server.split_at(70);
+        let (b, c) = b.split_at(b.len() / 2);
+        let cs = 1000u32;
+        let ss = 5000u32;
+        let mid = ch.len() / 2;
+        vec![
+            (t0, seg(true, port, 443, SYN, cs - 1, &[])),
+            (t0 + 2 * MS, seg(false, port, 443, SYN | ACK, ss - 1, &[])),
+            (t0 + 3 * MS, seg(true, port, 443, ACK, cs, &[])),
+            (t0 + 4 * MS, seg(true, port, 443, ACK | PSH, cs, &ch[..mid])),
+            (
+                t0 + 5 * MS,
+                seg(true, port, 443, ACK | PSH, cs + mid as u32, &ch[mid..]),
+            ),
+            (t0 + 6 * MS, seg(false, port, 443, ACK | PSH, ss, a)),
+            (t0 + 7 * MS, seg(false, port, 443, ACK | PSH, ss, a)), // retransmission
+            (
+                t0 + 8 * MS,
+                seg(false, port, 443, ACK | PSH, ss + a.len() as u32, b),
+            ),
+            (
+                t0 + 9 * MS,
+                seg(
+                    false,
+                    port,
+                    443,
+                    ACK | PSH,
+                    ss + (a.len() + b.len()) as u32,
+                    c,
+                ),
+            ),
+        ]
+    }
+
+    fn run(fp: &mut Fingerprinter, pkts: &[(i64, Vec<u8>)]) -> Vec<(String, String)> {
+        let mut got = Vec::new();
+        for (ts, data) in pkts {
+            let p = RawPacket {
+                ts_ns: *ts,
+                caplen: data.len() as u32,
+                wirelen: data.len() as u32,
+                linktype: 1,
+                data,
+            };
+            fp.process(&p, &mut |e: &Event| {
+                got.push((e.method.name().to_owned(), e.value.to_owned()))
+            });
+        }
+        got
+    }
+
+    fn values<'a>(got: &'a [(String, String)], m: &str) -> Vec<&'a str> {
+        got.iter()
+            .filter(|(n, _)| n == m)
+            .map(|(_, v)| v.as_str())
+            .collect()
+    }
+
+    #[test]
+    fn tls12_connection_gives_every_tcp_fingerprint() {
+        let mut fp = Fingerprinter::new(Config::default());
+        let got = run(&mut fp, &tls12_connection(40000, 0));
+        assert_eq!(values(&got, "ja4t"), ["64240_2-4-8-1-3_65495_7"]);
+        assert_eq!(values(&got, "ja4ts"), ["65160_2-4-8-1-3_65495_7"]);
+        assert_eq!(values(&got, "ja4l_s"), ["1000_57"]);
+        assert_eq!(values(&got, "ja4l_c"), ["500_64"]);
+        assert_eq!(
+            values(&got, "ja4"),
+            ["t13d1516h2_8daaf6152771_e5627efa2ab1"]
+        );
+        assert_eq!(
+            values(&got, "ja4_o"),
+            ["t13d1516h2_acb858a92679_18f69afefd3d"]
+        );
+        assert_eq!(
+            values(&got, "ja4s"),
+            ["t120100_c02f_".to_owned() + std::str::from_utf8(&sha12(b"ff01")).unwrap()]
+        );
+        let x = values(&got, "ja4x");
+        assert_eq!(x.len(), 2);
+        let h = |s: &str| String::from_utf8(sha12(s.as_bytes()).to_vec()).unwrap();
+        assert_eq!(
+            x[0],
+            format!(
+                "{}_{}_{}",
+                h("550406,55040a,550403"),
+                h("550403"),
+                h("551d11,551d25")
+            )
+        );
+        let c = fp.counters();
+        assert_eq!(c.tls.len, 0, "streams end once the certificate is read");
+        assert_eq!((c.stream_gaps, c.unparsed), (0, 0));
+    }
+
+    #[test]
+    fn single_segment_hellos_keep_no_stream() {
+        use ja4t::flags::{ACK, PSH};
+        let mut fp = Fingerprinter::new(Config::default());
+        let ch = spec_client_hello();
+        let got = run(&mut fp, &[(0, seg(true, 40001, 443, ACK | PSH, 1, &ch))]);
+        assert_eq!(values(&got, "ja4").len(), 1);
+        assert_eq!(fp.counters().tls.len, 0);
+        // A gap ends a stream and is counted; no fingerprint comes from a damaged stream.
+        let mid = ch.len() / 2;
+        let got = run(
+            &mut fp,
+            &[
+                (1, seg(true, 40002, 443, ACK | PSH, 1, &ch[..mid])),
+                (
+                    2,
+                    seg(
+                        true,
+                        40002,
+                        443,
+                        ACK | PSH,
+                        1 + mid as u32 + 5,
+                        &ch[mid + 5..],
+                    ),
+                ),
+            ],
+        );
+        assert!(values(&got, "ja4").is_empty());
+        assert_eq!(fp.counters().stream_gaps, 1);
+    }
+
+    #[test]
+    fn http_head_across_segments() {
+        use ja4t::flags::{ACK, PSH};
+        let req = b"GET /x HTTP/1.1\r\nHost: a\r\nUser-Agent: t\r\nCookie: b=2; a=1\r\n\r\n";
+        let mut fp = Fingerprinter::new(Config::default());
+        let got = run(
+            &mut fp,
+            &[
+                (0, seg(true, 40003, 80, ACK | PSH, 1, &req[..20])),
+                (1, seg(true, 40003, 80, ACK | PSH, 21, &req[20..])),
+                (2, seg(true, 40004, 80, ACK | PSH, 1, req)),
+            ],
+        );
+        let v = values(&got, "ja4h");
+        assert_eq!(v.len(), 2);
+        assert_eq!(v[0], v[1]);
+        assert!(v[0].starts_with("ge11cn020000_"));
+    }
+
+    #[test]
+    fn ssh_windows() {
+        use ja4t::flags::{ACK, FIN, PSH};
+        let mut pkts = Vec::new();
+        let (mut cs, mut ss) = (1u32, 1u32);
+        pkts.push((
+            0,
+            seg(false, 40005, 22, ACK | PSH, ss, b"SSH-2.0-OpenSSH_9.2\r\n"),
+        ));
+        ss += 21;
+        for i in 0..250 {
+            let ts = (i + 1) as i64 * MS;
+            if i % 2 == 0 {
+                pkts.push((ts, seg(true, 40005, 22, ACK | PSH, cs, &[0; 36])));
+                cs += 36;
+            } else {
+                pkts.push((ts, seg(false, 40005, 22, ACK | PSH, ss, &[0; 36])));
+                ss += 36;
+                pkts.push((ts, seg(true, 40005, 22, ACK, cs, &[])));
+            }
+        }
+        // A retransmission is not counted.
+        pkts.push((300 * MS, seg(true, 40005, 22, ACK | PSH, cs - 36, &[0; 36])));
+        pkts.push((301 * MS, seg(true, 40005, 22, FIN | ACK, cs, &[])));
+        let mut fp = Fingerprinter::new(Config::default());
+        let got = run(&mut fp, &pkts);
+        assert_eq!(
+            values(&got, "ja4ssh"),
+            ["c36s36_c100s100_c99s0", "c36s36_c25s26_c26s0"]
+        );
+    }
+
+    #[test]
+    fn dhcp_and_quic_datagrams() {
+        let mut fp = Fingerprinter::new(Config::default());
+        let d = dhcp(&[(53, &[1]), (55, &[1, 3, 6])]);
+        let client = rfc_packet("rfc9001_a2_client_initial");
+        let server = rfc_packet("rfc9001_a3_server_initial");
+        let got = run(
+            &mut fp,
+            &[
+                (0, frames::udp(C, [255; 4], 68, 67, &d)),
+                (1, frames::udp(C, S, 50000, 443, &client)),
+                (2, frames::udp(S, C, 443, 50000, &server)),
+            ],
+        );
+        assert_eq!(values(&got, "ja4d"), ["disco0000nn_55_1-3-6"]);
+        assert_eq!(
+            values(&got, "ja4"),
+            ["q13d0211an_62ed6f6ca7ad_4d634acda6c0"]
+        );
+        assert_eq!(values(&got, "ja4s"), ["q130200_1301_234ea6891581"]);
+    }
+
+    #[test]
+    fn methods_select_what_is_given() {
+        let mut fp = Fingerprinter::new(Config {
+            methods: Methods::JA4_ONLY,
+            ..Config::default()
+        });
+        let got = run(&mut fp, &tls12_connection(40006, 0));
+        let names: std::collections::BTreeSet<_> = got.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names.into_iter().collect::<Vec<_>>(), ["ja4", "ja4_o"]);
+    }
+
+    #[test]
+    fn bounded_state_evicts_and_expires() {
+        use ja4t::flags::{ACK, SYN};
+        let mut fp = Fingerprinter::new(Config {
+            ja4ts_connections: 2,
+            tcp_connections: 2,
+            ..Config::default()
+        });
+        let mut pkts = Vec::new();
+        for i in 0..3u16 {
+            pkts.push((i as i64, seg(true, 41000 + i, 443, SYN, 1, &[])));
+            pkts.push((i as i64, seg(false, 41000 + i, 443, SYN | ACK, 1, &[])));
+        }
+        run(&mut fp, &pkts);
+        let c = fp.counters();
+        assert_eq!((c.ja4ts.evicted, c.ja4ts.len), (1, 2));
+        assert_eq!((c.tcp.evicted, c.tcp.len), (1, 2));
+        // After the idle limit (120 s for JA4TS) a new connection expires both.
+        run(
+            &mut fp,
+            &[(
+                121 * 1_000_000_000,
+                seg(false, 41009, 443, SYN | ACK, 1, &[]),
+            )],
+        );
+        let c = fp.counters();
+        assert_eq!((c.ja4ts.expired, c.ja4ts.len), (2, 1));
+        // The first SYN-ACK of an evicted connection, seen again, starts a new value.
+        let got = run(
+            &mut fp,
+            &[(
+                121 * 1_000_000_000 + 1,
+                seg(false, 41009, 443, SYN | ACK, 1, &[]),
+            )],
+        );
+        assert_eq!(values(&got, "ja4ts"), ["65160_2-4-8-1-3_65495_7_0"]);
+    }
+
+    #[test]
+    fn no_allocation_per_fingerprint_once_warm() {
+        use crate::alloc::thread_counts;
+        let mut fp = Fingerprinter::new(Config::default());
+        let mut warm = tls12_connection(42000, 0);
+        let client = rfc_packet("rfc9001_a2_client_initial");
+        let server = rfc_packet("rfc9001_a3_server_initial");
+        let req = b"GET / HTTP/1.1\r\nHost: a\r\nCookie: a=1\r\n\r\n";
+        let with_rest = |port: u16, t: i64, mut v: Vec<(i64, Vec<u8>)>| {
+            use ja4t::flags::{ACK, PSH};
+            v.push((t + 10 * MS, seg(true, port + 1, 80, ACK | PSH, 1, req)));
+            v.push((t + 11 * MS, frames::udp(C, S, port, 443, &client)));
+            v.push((t + 12 * MS, frames::udp(S, C, 443, port, &server)));
+            v.push((
+                t + 13 * MS,
+                frames::udp(C, [255; 4], 68, 67, &dhcp(&[(53, &[1])])),
+            ));
+            v
+        };
+        warm = with_rest(42000, 0, warm);
+        let t1 = 1_000 * 1_000_000_000;
+        let pass = with_rest(43000, t1, tls12_connection(43000, t1));
+        let n_warm = run(&mut fp, &warm).len();
+        let mut n = 0;
+        let before = thread_counts();
+        for (ts, data) in &pass {
+            let p = RawPacket {
+                ts_ns: *ts,
+                caplen: data.len() as u32,
+                wirelen: data.len() as u32,
+                linktype: 1,
+                data,
+            };
+            fp.process(&p, &mut |_e: &Event| n += 1);
+        }
+        let spent = thread_counts().since(before);
+        assert_eq!(n, n_warm);
+        assert!(n >= 13, "{n} fingerprints");
+        assert_eq!(spent.allocs, 0, "{spent:?} for {n} fingerprints");
     }
 }
