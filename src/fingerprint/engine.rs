@@ -580,6 +580,16 @@ impl Fingerprinter {
         }
     }
 
+    /// Forget every connection (buffers are kept; counters are not reset).
+    pub fn clear(&mut self) {
+        self.tcp.clear();
+        self.ssh.clear();
+        self.ja4ts.clear();
+        self.tls.clear();
+        self.http.clear();
+        self.quic.clear();
+    }
+
     /// Read one packet and call `f` for each fingerprint it completes.
     pub fn process<F: FnMut(&Event)>(&mut self, pkt: &RawPacket, f: &mut F) {
         self.counters.packets += 1;
@@ -680,7 +690,9 @@ impl Fingerprinter {
                     },
                 },
             };
-            self.tcp.insert_with(key, now, restart);
+            if m.has(Method::Ja4LC) || m.has(Method::Ja4LS) || m.has(Method::Ja4Ssh) {
+                self.tcp.insert_with(key, now, restart);
+            }
         } else if syn && ack {
             if m.has(Method::Ja4TS) {
                 let t = &mut self.s.out.value;

@@ -276,17 +276,27 @@ impl<const N: usize> Text<N> {
         }
     }
     /// Append `v` in decimal.
+    #[inline]
     pub fn push_dec(&mut self, v: u64) {
+        if v < 10 {
+            return self.push(b'0' + v as u8);
+        }
         let mut tmp = [0u8; 20];
         let mut i = tmp.len();
         let mut v = v;
-        loop {
+        while v >= 100 {
+            let d = (v % 100) as usize * 2;
+            v /= 100;
+            i -= 2;
+            tmp[i..i + 2].copy_from_slice(&DIGITS2[d..d + 2]);
+        }
+        if v >= 10 {
+            let d = v as usize * 2;
+            i -= 2;
+            tmp[i..i + 2].copy_from_slice(&DIGITS2[d..d + 2]);
+        } else {
             i -= 1;
-            tmp[i] = b'0' + (v % 10) as u8;
-            v /= 10;
-            if v == 0 {
-                break;
-            }
+            tmp[i] = b'0' + v as u8;
         }
         self.push_bytes(&tmp[i..]);
     }
@@ -312,6 +322,13 @@ impl<const N: usize> Text<N> {
 }
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// "00" to "99", two bytes each.
+const DIGITS2: &[u8; 200] = b"0001020304050607080910111213141516171819\
+2021222324252627282930313233343536373839\
+4041424344454647484950515253545556575859\
+6061626364656667686970717273747576777879\
+8081828384858687888990919293949596979899";
 
 /// Twelve zeros: the value of a hashed part whose list is empty.
 pub const ZERO_HASH: &[u8; 12] = b"000000000000";

@@ -119,6 +119,9 @@ impl<K: Hash + Eq + Copy, V> Table<K, V> {
 
     /// The entry of `key`, marked as used at `now_ns`.
     pub fn get_mut(&mut self, key: &K, now_ns: i64) -> Option<&mut V> {
+        if self.head == NIL {
+            return None;
+        }
         let i = *self.map.get(key)?;
         self.unlink(i);
         self.push_front(i);
@@ -127,9 +130,15 @@ impl<K: Hash + Eq + Copy, V> Table<K, V> {
         Some(&mut s.value)
     }
 
+    /// Whether the table holds no entry.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.head == NIL
+    }
+
     /// Whether `key` has an entry (not marking it used).
     pub fn contains(&self, key: &K) -> bool {
-        self.map.contains_key(key)
+        self.head != NIL && self.map.contains_key(key)
     }
 
     /// Insert or replace the entry of `key`, built by `make`. `make` is given the value the
@@ -188,6 +197,14 @@ impl<K: Hash + Eq + Copy, V> Table<K, V> {
         self.map.insert(key, i);
         self.push_front(i);
         Some(&mut self.slots[i as usize].value)
+    }
+
+    /// Remove every entry (slots are kept for reuse; nothing is counted).
+    pub fn clear(&mut self) {
+        while self.tail != NIL {
+            let t = self.tail;
+            self.drop_slot(t);
+        }
     }
 
     /// Remove the entry of `key` (its slot is kept for reuse).
