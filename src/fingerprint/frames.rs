@@ -84,11 +84,11 @@ pub fn hex(s: &str) -> Vec<u8> {
         .collect()
 }
 
-fn u16s_be(v: &[u16]) -> Vec<u8> {
+pub(crate) fn u16s_be(v: &[u16]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_be_bytes()).collect()
 }
 
-fn vec16(b: &[u8]) -> Vec<u8> {
+pub(crate) fn vec16(b: &[u8]) -> Vec<u8> {
     let mut v = (b.len() as u16).to_be_bytes().to_vec();
     v.extend_from_slice(b);
     v

@@ -130,12 +130,6 @@ impl<K: Hash + Eq + Copy, V> Table<K, V> {
         Some(&mut s.value)
     }
 
-    /// Whether the table holds no entry.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.head == NIL
-    }
-
     /// Whether `key` has an entry (not marking it used).
     pub fn contains(&self, key: &K) -> bool {
         self.head != NIL && self.map.contains_key(key)

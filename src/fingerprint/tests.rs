@@ -1,7 +1,9 @@
 //! Golden values from the JA4 family's published examples and the RFCs' QUIC vectors,
 //! cut and malformed inputs, and the state machine's bounds.
 
-use super::frames::{certificate, dhcp, hex, sample_client_hello as spec_client_hello};
+use super::frames::{
+    certificate, dhcp, hex, sample_client_hello as spec_client_hello, u16s_be, vec16,
+};
 use super::hello::{build_client_hello, wrap_handshake, ClientHello, ServerHello};
 use super::ja4::{ja4, Scratch, Transport};
 use super::*;
