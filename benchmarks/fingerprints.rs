@@ -281,7 +281,7 @@ fn run(fp: &mut Fingerprinter, pkts: &[RawPacket], target: Duration) -> Run {
             });
         }
     }
-    let el = (cpu_now() - t);
+    let el = cpu_now() - t;
     let a = thread_counts().since(before);
     Run {
         ns: el.as_nanos() as f64 / n as f64,
@@ -358,7 +358,8 @@ fn main() {
     let mut t = Text::<VALUE_CAP>::new();
     let mut td = Text::<VALUE_CAP>::new();
     let mut t6 = Text::<VALUE_CAP>::new();
-    let mut pure: Vec<(&str, Box<dyn FnMut() -> bool + '_>)> = vec![(
+    type Bench<'a> = (&'static str, Box<dyn FnMut() -> bool + 'a>);
+    let mut pure: Vec<Bench> = vec![(
         "JA4FunctionOneClientHello",
         Box::new(|| {
             let h = hello::ClientHello::from_record(black_box(&ch)).unwrap();
