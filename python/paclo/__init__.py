@@ -17,6 +17,7 @@ from __future__ import annotations
 from . import decode_ext
 from ._capture import Capture, FanOut, capture, devices, fan_out, libpcap_version
 from ._decode import decode
+from ._fingerprints import FINGERPRINT_METHODS, JA4_PLUS_METHODS, fingerprints
 from ._flows import flow_topn, flows, ip_to_str, project, read_batches
 from ._io import PcapWriter, Reduced, read, reduce, write_pcap
 from ._paclo import Packet, Reader, __version__
@@ -26,7 +27,9 @@ from .exceptions import CaptureError, PacloError, PcapFormatError, TruncatedCapt
 __all__ = [
     "Capture",
     "CaptureError",
+    "FINGERPRINT_METHODS",
     "FanOut",
+    "JA4_PLUS_METHODS",
     "Packet",
     "PacloError",
     "PcapFormatError",
@@ -41,6 +44,7 @@ __all__ = [
     "decode_ext",
     "devices",
     "fan_out",
+    "fingerprints",
     "flow_topn",
     "flows",
     "ip_to_str",

@@ -189,6 +189,8 @@ struct TcpConn {
 #[derive(Clone, Copy, Debug, Default)]
 struct SshConn {
     client_is_lo: bool,
+    /// The last packet's addresses and time, for the value given at the end.
+    last: Ctx,
     next_seq: [Option<u32>; 2],
     window: Ja4sshWindow,
 }
@@ -264,7 +266,7 @@ impl Stream {
 }
 
 /// The fields of the packet an event names.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug, Default)]
 struct Ctx {
     ts_ns: i64,
     ip_version: u8,
@@ -580,6 +582,21 @@ impl Fingerprinter {
         }
     }
 
+    /// The end of the packets: give the JA4SSH window every connection holds open (in
+    /// the order the connections were last used, oldest first), as the reference
+    /// implementations do when their input ends.
+    pub fn finish<F: FnMut(&Event)>(&mut self, f: &mut F) {
+        let out = &mut self.s.out.value;
+        let counters = &mut self.counters;
+        self.ssh.drain_oldest_first(|c| {
+            if !c.window.is_empty() {
+                out.clear();
+                c.window.finish(out);
+                emit(&c.last, Method::Ja4Ssh, out.as_str(), "", counters, f);
+            }
+        });
+    }
+
     /// Forget every connection (buffers are kept; counters are not reset).
     pub fn clear(&mut self) {
         self.tcp.clear();
@@ -625,6 +642,7 @@ impl Fingerprinter {
                     &ctx,
                     fl,
                     t.sequence_number(),
+                    t.acknowledgment_number(),
                     t.window_size(),
                     t.options(),
                     t.payload(),
@@ -658,6 +676,7 @@ impl Fingerprinter {
         ctx: &Ctx,
         fl: u8,
         seq: u32,
+        ack_no: u32,
         window: u16,
         options: &[u8],
         payload: &[u8],
@@ -686,7 +705,7 @@ impl Fingerprinter {
                     ja4l: Ja4lState {
                         syn: Some((now, ttl)),
                         synack: None,
-                        done: false,
+                        isn: (seq, 0),
                     },
                 },
             };
@@ -719,6 +738,7 @@ impl Fingerprinter {
                     if c.client_is_lo != from_lo && c.ja4l.synack.is_none() {
                         if let Some((a, _)) = c.ja4l.syn {
                             c.ja4l.synack = Some((now, ttl));
+                            c.ja4l.isn.1 = seq;
                             if m.has(Method::Ja4LS) {
                                 let t = &mut self.s.out.value;
                                 t.clear();
@@ -745,9 +765,13 @@ impl Fingerprinter {
             }
             if ack && m.has(Method::Ja4LC) {
                 if let Some(c) = self.tcp.get_mut(&key, now) {
-                    if c.client_is_lo == from_lo && !c.ja4l.done {
+                    let rel = (
+                        seq.wrapping_sub(c.ja4l.isn.0),
+                        ack_no.wrapping_sub(c.ja4l.isn.1),
+                    );
+                    let http_request = ja4h::looks_like_request(payload) && head_complete(payload);
+                    if c.client_is_lo == from_lo && rel == (1, 1) && !http_request {
                         if let (Some(_), Some((b, _))) = (c.ja4l.syn, c.ja4l.synack) {
-                            c.ja4l.done = true;
                             let client_ttl = c.ja4l.syn.map_or(0, |s| s.1);
                             let t = &mut self.s.out.value;
                             t.clear();
@@ -816,6 +840,7 @@ impl Fingerprinter {
         };
         let from_server = c.client_is_lo != from_lo;
         let dir = usize::from(from_server);
+        c.last = *ctx;
         let mut counted_len = payload.len();
         if !payload.is_empty() {
             // A segment wholly before the next expected byte is a retransmission.

@@ -6,7 +6,8 @@
 //! Accept-Language (`-` removed, lowercased, `0`-padded; `0000` without one); b = the first
 //! 12 hex digits of SHA-256 of the header names in wire order, without Cookie and Referer;
 //! c = the same of the cookie names, sorted; d = of the sorted `name=value` pairs (c and d
-//! are `000000000000` without cookies). The raw form has the lists in place of b, c, d.
+//! are `000000000000` without cookies). The raw form has the lists in place of b, c, d,
+//! and ends after the header names and one `_` when there are no cookies.
 //!
 //! The request head must be whole in the bytes given (request line, headers, blank line).
 //! Header names and values are trimmed of spaces; cookies without `=` are ignored; with
@@ -206,6 +207,11 @@ pub fn ja4h(payload: &[u8], s: &mut Scratch, out: &mut Output) -> bool {
     let list = &mut s.cookies[..n];
     list.sort_unstable_by(|a, b| cookie[a.0..a.1].cmp(&cookie[b.0..b.1]).then(a.0.cmp(&b.0)));
 
+    if n == 0 {
+        // Without cookies the raw form ends after the header names and one `_` (the
+        // reference's Python and `ja4plus`).
+        out.raw.push(b'_');
+    }
     for with_values in [false, true] {
         t.clear();
         for (i, &(ns, ne, vs, ve)) in list.iter().enumerate() {
@@ -220,8 +226,10 @@ pub fn ja4h(payload: &[u8], s: &mut Scratch, out: &mut Output) -> bool {
         }
         v.push(b'_');
         v.push_bytes(&sha12_or_zero(n == 0, t.as_bytes()));
-        out.raw.push(b'_');
-        out.raw.push_bytes(t.as_bytes());
+        if n > 0 {
+            out.raw.push(b'_');
+            out.raw.push_bytes(t.as_bytes());
+        }
     }
     !t.overflowed() && out.fits()
 }

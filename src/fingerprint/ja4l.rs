@@ -3,6 +3,11 @@
 //! With A the SYN, B the SYN-ACK and C the client's ACK: JA4L-S = `(B - A) / 2` and the
 //! server's TTL (hop limit), JA4L-C = `(C - B) / 2` and the client's TTL, in microseconds
 //! (timestamps rounded to whole microseconds, the half-difference truncated).
+//!
+//! As in FoxIO's reference implementation, C moves to each later client packet that
+//! still has relative sequence and acknowledgment numbers 1 (it starts the client's data
+//! and acknowledges none of the server's), unless it holds a whole HTTP request: a TLS
+//! client gives JA4L-C at its ACK and again at its ClientHello, the last being the value.
 
 use super::Text;
 
@@ -13,8 +18,8 @@ pub struct Ja4lState {
     pub syn: Option<(i64, u8)>,
     /// SYN-ACK time (ns) and the server's TTL.
     pub synack: Option<(i64, u8)>,
-    /// Whether JA4L-C was given.
-    pub done: bool,
+    /// The client's and the server's initial sequence numbers.
+    pub isn: (u32, u32),
 }
 
 /// Nanoseconds to whole microseconds, rounded half away from zero.

@@ -5,8 +5,9 @@
 //! length of the client's and the server's SSH packets (the smaller one on a tie, 0 when a
 //! side sent none), how many SSH packets (TCP segments with payload) each side sent, and how
 //! many bare ACKs (flags exactly ACK, no payload) each side sent. A window closes after
-//! [`DEFAULT_WINDOW`] SSH packets of both sides together, and when the connection ends
-//! (FIN+ACK) with a window open.
+//! [`DEFAULT_WINDOW`] SSH packets of both sides together, when the connection ends
+//! (FIN+ACK), and at the end of the capture ([`super::Fingerprinter::finish`]); a window
+//! without SSH packets gives no value.
 
 use super::Text;
 
@@ -71,9 +72,9 @@ impl Ja4sshWindow {
         usize::from(self.n) >= DEFAULT_WINDOW
     }
 
-    /// Whether anything was counted since the last window.
+    /// Whether the window holds no SSH packet (such a window gives no value).
     pub fn is_empty(&self) -> bool {
-        self.n == 0 && self.acks == [0, 0]
+        self.n == 0
     }
 
     /// Write the window's value and start a new window. The lengths are sorted in place.

@@ -2,8 +2,8 @@
 //!
 //! The JA4T form of the SYN-ACK, and once the server retransmits it, `_` and the delays
 //! between successive SYN-ACKs in whole seconds (rounded half away from zero) joined by
-//! `-`; a RST after them adds `-R<delay>`. One value is given per SYN-ACK or RST, each
-//! extending the one before; at most [`MAX_RETRANSMISSIONS`] delays are kept.
+//! `-`; a RST after them adds `-R<delay>`. One value is given per SYN-ACK and per server
+//! RST, each extending the one before; at most [`MAX_RETRANSMISSIONS`] delays are kept.
 
 use super::ja4t::ja4t;
 use super::Text;
@@ -86,14 +86,15 @@ impl Ja4tsState {
         true
     }
 
-    /// A RST from the server after its SYN-ACKs; `false` (nothing written) when the server
-    /// did not retransmit (the RST then adds nothing) or after an earlier RST.
+    /// A RST from the server: the value so far, with `-R<delay>` when the server had
+    /// retransmitted (the value of the reference's Wireshark dissector and of `ja4plus`,
+    /// which repeat the SYN-ACK's value on a RST). Retransmissions after it are not counted.
     pub fn reset<const N: usize>(&mut self, ts_ns: i64, out: &mut Text<N>) -> bool {
-        if self.done || self.n == 0 {
-            return false;
-        }
         self.done = true;
         self.write_base(out);
+        if self.n == 0 {
+            return true;
+        }
         out.push_str("-R");
         let d = delay_seconds(ts_ns, self.last_ns);
         if d < 0 {

@@ -18,6 +18,7 @@
 //! Licences: JA4 is BSD-3-Clause; JA4S, JA4H, JA4L, JA4SSH, JA4T, JA4TS, JA4X, JA4D and
 //! JA4D6 ("JA4+") are under the FoxIO License 1.1 (see docs/fingerprints.md).
 
+pub mod columns;
 pub mod engine;
 pub mod frames;
 pub mod hello;

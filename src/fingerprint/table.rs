@@ -193,6 +193,15 @@ impl<K: Hash + Eq + Copy, V> Table<K, V> {
         Some(&mut self.slots[i as usize].value)
     }
 
+    /// Remove every entry, oldest first, after calling `f` on it.
+    pub fn drain_oldest_first(&mut self, mut f: impl FnMut(&mut V)) {
+        while self.tail != NIL {
+            let t = self.tail;
+            f(&mut self.slots[t as usize].value);
+            self.drop_slot(t);
+        }
+    }
+
     /// Remove every entry (slots are kept for reuse; nothing is counted).
     pub fn clear(&mut self) {
         while self.tail != NIL {

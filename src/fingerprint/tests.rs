@@ -190,7 +190,12 @@ fn ja4ts_specification_examples() {
     assert!(st.reset(t(37.723966), &mut out));
     assert_eq!(out, "65535_2-1-3-1-1-4_65495_8_1-2-4-8-R6");
     out.clear();
-    assert!(!st.reset(t(38.0), &mut out) && !st.retransmission(t(39.0), &mut out));
+    assert!(!st.retransmission(t(39.0), &mut out));
+    // Without retransmissions a RST repeats the SYN-ACK's value.
+    let mut st = Ja4tsState::first(0, 1024, &[], &mut out);
+    out.clear();
+    assert!(st.reset(t(0.5), &mut out));
+    assert_eq!(out, "1024_00_00_00");
 }
 
 #[test]
@@ -533,10 +538,11 @@ mod engine_tests {
         seq: u32,
         payload: &[u8],
     ) -> Vec<u8> {
-        let (src, dst, sp, dp, ttl) = if from_client {
-            (C, S, port, sport, 64)
+        // Initial sequence numbers 999 (client) and 4999 (server), as tls12_connection uses.
+        let (src, dst, sp, dp, ttl, ack) = if from_client {
+            (C, S, port, sport, 64, 5000)
         } else {
-            (S, C, sport, port, 57)
+            (S, C, sport, port, 57, 1000)
         };
         let syn = flags & ja4t::flags::SYN != 0;
         let opts: &[u8] = if syn { &LINUX_SYN_OPTIONS } else { &[] };
@@ -548,7 +554,7 @@ mod engine_tests {
                 dport: dp,
                 flags,
                 seq,
-                ack: 1,
+                ack,
                 window: if from_client { 64240 } else { 65160 },
                 options: opts,
                 ttl,
@@ -645,7 +651,8 @@ mod engine_tests {
         assert_eq!(values(&got, "ja4t"), ["64240_2-4-8-1-3_65495_7"]);
         assert_eq!(values(&got, "ja4ts"), ["65160_2-4-8-1-3_65495_7"]);
         assert_eq!(values(&got, "ja4l_s"), ["1000_57"]);
-        assert_eq!(values(&got, "ja4l_c"), ["500_64"]);
+        // At the ACK, then again at the ClientHello (the client's first data).
+        assert_eq!(values(&got, "ja4l_c"), ["500_64", "1000_64"]);
         assert_eq!(
             values(&got, "ja4"),
             ["t13d1516h2_8daaf6152771_e5627efa2ab1"]
@@ -755,6 +762,16 @@ mod engine_tests {
             values(&got, "ja4ssh"),
             ["c36s36_c100s100_c99s0", "c36s36_c25s26_c26s0"]
         );
+        // A connection that never closes gives its open window at the end, once.
+        let got = run(
+            &mut fp,
+            &[(302 * MS, seg(false, 40006, 22, ACK | PSH, 1, &[0; 52]))],
+        );
+        assert!(values(&got, "ja4ssh").is_empty());
+        let mut at_end = Vec::new();
+        fp.finish(&mut |e: &Event| at_end.push(e.value.to_owned()));
+        fp.finish(&mut |e: &Event| at_end.push(e.value.to_owned()));
+        assert_eq!(at_end, ["c0s52_c0s1_c0s0"]);
     }
 
     #[test]
@@ -826,6 +843,41 @@ mod engine_tests {
             )],
         );
         assert_eq!(values(&got, "ja4ts"), ["65160_2-4-8-1-3_65495_7_0"]);
+    }
+
+    #[test]
+    fn a_capture_file_into_an_arrow_table() {
+        use super::super::columns::{fingerprint_source, FingerprintColumns};
+        use arrow_array::{Array, StringArray, UInt16Array};
+        let dir = std::env::temp_dir().join(format!("paclo-fp-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("tls12.pcap");
+        let mut w = crate::pcap::writer::PcapWriter::create(&path, 1, 65535, true).unwrap();
+        for (ts, data) in tls12_connection(40100, 1_700_000_000_000_000_000) {
+            w.write_packet(ts, &data, data.len() as u32).unwrap();
+        }
+        w.finish().unwrap();
+        let mut r = crate::pcap::FileReader::open(&path).unwrap();
+        let mut fp = Fingerprinter::new(Config::default());
+        let mut cols = FingerprintColumns::default();
+        fingerprint_source(&mut r, &mut fp, &mut cols).unwrap();
+        let b = cols.finish();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(b.num_rows(), 10);
+        let method = b.column(1).as_any().downcast_ref::<StringArray>().unwrap();
+        let value = b.column(2).as_any().downcast_ref::<StringArray>().unwrap();
+        let raw = b.column(3).as_any().downcast_ref::<StringArray>().unwrap();
+        let sport = b.column(8).as_any().downcast_ref::<UInt16Array>().unwrap();
+        let i = (0..b.num_rows())
+            .find(|&i| method.value(i) == "ja4")
+            .unwrap();
+        assert_eq!(value.value(i), "t13d1516h2_8daaf6152771_e5627efa2ab1");
+        assert!(raw.value(i).starts_with("t13d1516h2_002f,0035,"));
+        assert_eq!(sport.value(i), 40100);
+        let t = (0..b.num_rows())
+            .find(|&i| method.value(i) == "ja4t")
+            .unwrap();
+        assert!(raw.is_null(t));
     }
 
     #[test]

@@ -92,7 +92,10 @@ impl PacketFilter for Bpf {
 
 /// The filter for `reader`'s file: compiled now, so a bad expression fails before any
 /// packet is read.
-fn make_filter(expr: Option<&str>, reader: &FileReader) -> Result<Box<dyn PacketFilter + Send>> {
+pub(super) fn make_filter(
+    expr: Option<&str>,
+    reader: &FileReader,
+) -> Result<Box<dyn PacketFilter + Send>> {
     match expr {
         None => Ok(Box::new(KeepAll)),
         Some(e) => {
@@ -135,7 +138,7 @@ pub struct ArrowStream {
 }
 
 impl ArrowStream {
-    fn from_batches(schema: SchemaRef, batches: Vec<RecordBatch>) -> Self {
+    pub(super) fn from_batches(schema: SchemaRef, batches: Vec<RecordBatch>) -> Self {
         let it = RecordBatchIterator::new(batches.into_iter().map(Ok), schema.clone());
         ArrowStream {
             schema,
@@ -251,7 +254,7 @@ const SIGNAL_POLL: Duration = Duration::from_millis(10);
 /// With `parallel`, `work` (which fans out to rayon) runs on a scoped thread while this
 /// thread wakes every [`SIGNAL_POLL`] to check for signals; on an exception it sets the
 /// flag the workers' check reads and joins them before raising.
-fn interruptible<T: Send>(
+pub(super) fn interruptible<T: Send>(
     py: Python<'_>,
     parallel: bool,
     work: impl FnOnce(Stop<'_>) -> Result<Option<T>> + Send,
@@ -300,7 +303,7 @@ fn interruptible<T: Send>(
     result?.ok_or_else(|| PyRuntimeError::new_err("a native loop stopped without a signal"))
 }
 
-fn nonempty(paths: Vec<PathBuf>) -> PyResult<Vec<PathBuf>> {
+pub(super) fn nonempty(paths: Vec<PathBuf>) -> PyResult<Vec<PathBuf>> {
     if paths.is_empty() {
         return Err(PyValueError::new_err(
             "source must name at least one capture file",

@@ -7,6 +7,7 @@ mod capture;
 mod common;
 mod decode;
 mod error;
+mod fingerprint;
 mod flow;
 mod perf;
 mod reader;
@@ -19,6 +20,7 @@ fn _paclo(m: &Bound<'_, PyModule>) -> PyResult<()> {
     reader::register(m)?;
     decode::register(m)?;
     flow::register(m)?;
+    fingerprint::register(m)?;
     capture::register(m)?;
     perf::register(m)?;
     Ok(())

@@ -1,0 +1,321 @@
+"""Real handshakes on loopback for the fingerprint tests: a TLS and a plain HTTP server
+bound to 127.0.0.1 on ephemeral ports, clients with varied TLS versions, ALPN and SNI
+(Python's ssl, curl, openssl s_client), HTTP requests with varied headers, an SSH session
+to a throwaway sshd, all captured by tcpdump with a filter naming those ports.
+
+Every loop is bounded in count and time; every process started here is ended in finally.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+
+def self_signed(dirpath: Path) -> tuple[Path, Path]:
+    """A throwaway certificate and key (made with the cryptography package)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name(
+        [
+            x509.NameAttribute(NameOID.COUNTRY_NAME, "US"),
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, "paclo tests"),
+            x509.NameAttribute(NameOID.COMMON_NAME, "localhost"),
+        ]
+    )
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    c, k = dirpath / "cert.pem", dirpath / "key.pem"
+    c.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    k.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+        )
+    )
+    return c, k
+
+
+def _read_head(conn: Any, deadline: float) -> None:
+    buf = b""
+    while b"\r\n\r\n" not in buf and time.monotonic() < deadline and len(buf) < 65536:
+        try:
+            chunk = conn.recv(4096)
+        except (OSError, ssl.SSLError):
+            return
+        if not chunk:
+            return
+        buf += chunk
+
+
+class Server:
+    """Accepts connections on 127.0.0.1:0 until closed; TLS when `ctx` is given. Each
+    connection: handshake, read a request head, answer 200, close."""
+
+    def __init__(self, ctx: ssl.SSLContext | None = None) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(32)
+        self.sock.settimeout(0.2)
+        self.port: int = self.sock.getsockname()[1]
+        self.ctx = ctx
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        end = time.monotonic() + 120
+        while not self.stop.is_set() and time.monotonic() < end:
+            try:
+                conn, _ = self.sock.accept()
+            except (TimeoutError, OSError):
+                continue
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        conn.settimeout(3)
+        try:
+            c: Any = conn
+            if self.ctx is not None:
+                c = self.ctx.wrap_socket(conn, server_side=True)
+            _read_head(c, time.monotonic() + 3)
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+        except (OSError, ssl.SSLError):
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                conn.close()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(timeout=5)
+        self.sock.close()
+
+
+@contextlib.contextmanager
+def tcpdump(path: Path, bpf: str) -> Iterator[None]:
+    """Capture `bpf` on lo into `path` while the block runs."""
+    exe = shutil.which("tcpdump")
+    assert exe, "tcpdump is needed (installed by .ci/run)"
+    p = subprocess.Popen(
+        [exe, "-i", "lo", "-U", "-s", "0", "-w", str(path), bpf],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert p.stderr is not None
+        deadline = time.monotonic() + 10
+        line = ""
+        while time.monotonic() < deadline and "listening on" not in line:
+            line = p.stderr.readline()
+            if not line and p.poll() is not None:
+                raise RuntimeError(f"tcpdump exited: {p.returncode}")
+        yield
+        time.sleep(0.3)  # let the last segments reach the file
+    finally:
+        p.send_signal(signal.SIGINT)
+        try:
+            p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def tls_clients(port: int, cafile: Path) -> list[str]:
+    """Handshakes with Python's ssl: TLS 1.2 and 1.3, with and without ALPN and SNI, and
+    an HTTP request inside each. Returns what was run."""
+    done = []
+    variants: list[tuple[str, Any, Any, list[str] | None, str | None]] = [
+        ("tls12 alpn sni", ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_2, ["h2", "http/1.1"], "localhost"),
+        ("tls12 no-alpn sni", ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_2, None, "localhost"),
+        ("tls12 alpn no-sni", ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_2, ["http/1.1"], None),
+        ("tls13 alpn sni", ssl.TLSVersion.TLSv1_3, ssl.TLSVersion.TLSv1_3, ["h2", "http/1.1"], "localhost"),
+        ("tls13 no-alpn no-sni", ssl.TLSVersion.TLSv1_3, ssl.TLSVersion.TLSv1_3, None, None),
+        ("any alpn-odd sni", ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.MAXIMUM_SUPPORTED, ["x-odd!", "h2"], "a.test"),
+    ]
+    for name, lo, hi, alpn, sni in variants:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        ctx.minimum_version = lo
+        ctx.maximum_version = hi
+        if alpn:
+            ctx.set_alpn_protocols(alpn)
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
+            try:
+                with ctx.wrap_socket(raw, server_hostname=sni) as s:
+                    s.sendall(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+                    s.recv(256)
+            except (OSError, ssl.SSLError):
+                continue
+        done.append(name)
+    return done
+
+
+def tool_clients(port: int) -> list[str]:
+    """curl and openssl s_client handshakes, when those tools are installed."""
+    done = []
+    curl = shutil.which("curl")
+    if curl:
+        for args in (["--tlsv1.2", "--tls-max", "1.2"], ["--tlsv1.3"], ["--http1.1"]):
+            r = subprocess.run(
+                [curl, "-sk", "--max-time", "5", *args, f"https://localhost:{port}/"],
+                capture_output=True,
+                timeout=10,
+            )
+            if r.returncode == 0:
+                done.append("curl " + " ".join(args))
+    openssl = shutil.which("openssl")
+    if openssl:
+        for args in (["-tls1_2", "-servername", "s.test", "-alpn", "http/1.1"], ["-tls1_3", "-noservername"]):
+            r = subprocess.run(
+                [openssl, "s_client", "-connect", f"127.0.0.1:{port}", *args],
+                input=b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+                capture_output=True,
+                timeout=10,
+            )
+            if r.returncode == 0:
+                done.append("openssl " + " ".join(args))
+    return done
+
+
+HTTP_REQUESTS = [
+    b"GET / HTTP/1.1\r\nHost: localhost\r\nUser-Agent: paclo-test/1\r\nAccept: */*\r\n\r\n",
+    b"GET /a?b=c HTTP/1.1\r\nHost: localhost\r\nUser-Agent: x\r\nAccept-Language: en-US,en;q=0.9\r\n"
+    b"Cookie: session=abc; theme=dark; a=1\r\nReferer: http://localhost/\r\n\r\n",
+    b"POST /form HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+    b"Accept-Language: da, en-GB;q=0.8\r\nContent-Length: 0\r\n\r\n",
+    b"PUT /x HTTP/1.0\r\nHost: localhost\r\nCookie: z=9; y=8\r\n\r\n",
+    b"HEAD / HTTP/1.1\r\nHost: localhost\r\nAccept-Language: fr\r\nConnection: close\r\n\r\n",
+]
+
+
+def http_clients(port: int) -> int:
+    """Plain HTTP requests with varied headers; returns how many were answered."""
+    n = 0
+    for req in HTTP_REQUESTS:
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            s.sendall(req)
+            with contextlib.suppress(OSError):
+                if s.recv(256):
+                    n += 1
+    curl = shutil.which("curl")
+    if curl:
+        r = subprocess.run(
+            [curl, "-s", "--max-time", "5", "-H", "Accept-Language: de-DE", "-b", "k=v", f"http://127.0.0.1:{port}/c"],
+            capture_output=True,
+            timeout=10,
+        )
+        n += r.returncode == 0
+    return n
+
+
+@contextlib.contextmanager
+def sshd(dirpath: Path) -> Iterator[int | None]:
+    """A throwaway sshd on 127.0.0.1 (an ephemeral port, a new host key); None when no sshd
+    is installed."""
+    exe = shutil.which("sshd") or ("/usr/sbin/sshd" if os.path.exists("/usr/sbin/sshd") else None)
+    if exe is None or shutil.which("ssh-keygen") is None:
+        yield None
+        return
+    key = dirpath / "host_ed25519"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True, timeout=30)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    os.makedirs("/run/sshd", exist_ok=True)
+    p = subprocess.Popen(
+        [exe, "-D", "-e", "-f", "/dev/null", "-h", str(key), "-o", f"ListenAddress=127.0.0.1:{port}",
+         "-o", "PidFile=none", "-o", "UsePAM=no", "-o", "PasswordAuthentication=no"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+        yield port
+    finally:
+        p.terminate()
+        try:
+            p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def ssh_session(port: int) -> None:
+    """An SSH connection that gets as far as authentication (no account is needed to see
+    the banner, key exchange and encrypted packets), a few times."""
+    for _ in range(2):
+        subprocess.run(
+            ["ssh", "-p", str(port), "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+             "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-o", "PreferredAuthentications=publickey,none",
+             "nobody@127.0.0.1", "true"],
+            capture_output=True,
+            timeout=20,
+        )
+
+
+def ja4plus_values(path: Path) -> dict[str, list[tuple[str, str | None]]]:
+    """Every fingerprint (value, raw form) the ja4plus package gives for the capture, by
+    paclo's method names (JA4's original-order raw form as `ja4_o`)."""
+    from ja4plus import Processor
+    from scapy.utils import PcapReader
+
+    out: dict[str, list[tuple[str, str | None]]] = {}
+    proc = Processor(thread_safe=False)
+    with PcapReader(str(path)) as r:
+        for pkt in r:
+            for res in proc.process_packet(pkt):
+                name, value = res.type, res.fingerprint
+                if name == "ja4l":
+                    side, _, value = value.partition("=")
+                    name = "ja4l_c" if side.upper().endswith("C") else "ja4l_s"
+                out.setdefault(name, []).append((value, res.raw))
+                if name == "ja4" and res.raw_original_order:
+                    out.setdefault("ja4_o", []).append(("", res.raw_original_order))
+    for w in proc.close_open_windows():
+        out.setdefault(str(w.get("type", "ja4ssh")), []).append((str(w.get("fingerprint")), None))
+    return out
+
+
+def paclo_values(path: Path) -> dict[str, list[tuple[str, str | None]]]:
+    """The same from `paclo.fingerprints(path, methods="all")`."""
+    import paclo
+
+    t = paclo.fingerprints(path, methods="all").to_pydict()
+    out: dict[str, list[tuple[str, str | None]]] = {}
+    for m, v, r in zip(t["method"], t["value"], t["raw"]):
+        out.setdefault(m, []).append((v, r))
+    return out
