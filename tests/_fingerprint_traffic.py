@@ -85,6 +85,8 @@ class Server:
         self.sock.settimeout(0.2)
         self.port: int = self.sock.getsockname()[1]
         self.ctx = ctx
+        #: The TLS version of every handshake that completed.
+        self.versions: list[str] = []
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
@@ -104,6 +106,7 @@ class Server:
             c: Any = conn
             if self.ctx is not None:
                 c = self.ctx.wrap_socket(conn, server_side=True)
+                self.versions.append(str(c.version()))
             _read_head(c, time.monotonic() + 3)
             c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
         except (OSError, ssl.SSLError):
@@ -184,9 +187,9 @@ def tool_clients(port: int) -> list[str]:
     done = []
     curl = shutil.which("curl")
     if curl:
-        for args in (["--tlsv1.2", "--tls-max", "1.2"], ["--tlsv1.3"], ["--http1.1"]):
+        for args in (["--tlsv1.2", "--tls-max", "1.2"], ["--tlsv1.3"], ["--tlsv1.2", "--no-alpn"]):
             r = subprocess.run(
-                [curl, "-sk", "--max-time", "5", *args, f"https://localhost:{port}/"],
+                [curl, "-sk", "--http1.1", "--max-time", "5", *args, f"https://localhost:{port}/"],
                 capture_output=True,
                 timeout=10,
             )

@@ -261,10 +261,13 @@ def test_dns_garbage_never_raises():
 def test_tls_client_hello_sni_alpn():
     hello = client_hello("example.org", ["h2", "http/1.1"])
     l4 = d(eth(0x0800, ipv4(6, tcp(50000, 443, 0x18, hello))))["l3"]["l4"]
+    # ja4: cipher 1301 (SHA-256 0f2cb44170f4), no extension besides SNI and ALPN (zeros).
     assert l4["app"] == {"type": "tls", "sni": "example.org", "alpn": ["h2", "http/1.1"],
+                         "ja4": "t12d0102h2_0f2cb44170f4_000000000000",
                          "summary": "TLS ClientHello SNI=example.org"}
     only_alpn = d(eth(0x0800, ipv4(6, tcp(1, 443, 0x18, client_hello(None, ["h2", "http/1.1"])))))
     assert only_alpn["l3"]["l4"]["app"] == {"type": "tls", "alpn": ["h2", "http/1.1"],
+                                            "ja4": "t12i0101h2_0f2cb44170f4_000000000000",
                                             "summary": "TLS ClientHello ALPN=h2,http/1.1"}
     nothing = d(eth(0x0800, ipv4(6, tcp(1, 443, 0x18, client_hello(None, [])))))
     assert "app" not in nothing["l3"]["l4"]
@@ -293,4 +296,5 @@ def test_key_order_is_stable():
 def test_tls_long_sni_summary():
     host = "a" * 60 + "." + "b" * 600 + ".example"
     app = d(eth(0x0800, ipv4(6, tcp(1, 443, 0x18, client_hello(host, [])))))["l3"]["l4"]["app"]
-    assert app == {"type": "tls", "sni": host, "summary": f"TLS ClientHello SNI={host}"}
+    assert app == {"type": "tls", "sni": host, "ja4": "t12d010100_0f2cb44170f4_000000000000",
+                   "summary": f"TLS ClientHello SNI={host}"}

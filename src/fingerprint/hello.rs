@@ -69,6 +69,8 @@ pub struct ClientHello<'a> {
     pub signature_algorithms: &'a [u8],
     /// The first ALPN protocol name, when an ALPN extension is present and not empty.
     pub alpn_first: Option<&'a [u8]>,
+    /// The ALPN protocol_name_list, when an ALPN extension is present.
+    pub alpn_list: Option<&'a [u8]>,
     /// The first host_name of the server_name extension.
     pub server_name: Option<&'a [u8]>,
 }
@@ -131,6 +133,7 @@ impl<'a> ClientHello<'a> {
             supported_versions: None,
             signature_algorithms: &[],
             alpn_first: None,
+            alpn_list: None,
             server_name: None,
         };
         for (ty, data) in extensions(exts) {
@@ -147,9 +150,10 @@ impl<'a> ClientHello<'a> {
                 EXT_SIGNATURE_ALGORITHMS if h.signature_algorithms.is_empty() => {
                     h.signature_algorithms = Cursor::new(data).vec16().unwrap_or(&[]);
                 }
-                EXT_ALPN if h.alpn_first.is_none() => {
-                    h.alpn_first = Cursor::new(data)
-                        .vec16()
+                EXT_ALPN if h.alpn_list.is_none() => {
+                    h.alpn_list = Cursor::new(data).vec16();
+                    h.alpn_first = h
+                        .alpn_list
                         .and_then(|list| Cursor::new(list).vec8())
                         .filter(|v| !v.is_empty());
                 }

@@ -120,3 +120,19 @@ pub fn ja4(
     out.raw.push_bytes(t.as_bytes());
     !t.overflowed() && out.fits()
 }
+
+thread_local! {
+    static BUFFERS: std::cell::RefCell<Option<(Box<Scratch>, Box<Output>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Call `f` with the JA4 of `h` (`None` when a list is too long), computed in this
+/// thread's reusable buffers: after the thread's first call, nothing is allocated.
+pub fn with_ja4<R>(h: &ClientHello, transport: Transport, f: impl FnOnce(Option<&str>) -> R) -> R {
+    BUFFERS.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let (s, out) = slot.get_or_insert_with(|| (Scratch::new(), Output::new()));
+        let ok = ja4(h, transport, false, s, out);
+        f(ok.then(|| out.value.as_str()))
+    })
+}

@@ -442,9 +442,10 @@ pub(crate) fn push_dash_list<const N: usize>(t: &mut Text<N>, values: impl Itera
     }
 }
 
-/// A bounds-checked big-endian cursor over untrusted bytes.
+/// A bounds-checked big-endian cursor over untrusted bytes: every read returns `None`
+/// rather than reading past the end.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Cursor<'a> {
+pub struct Cursor<'a> {
     pub b: &'a [u8],
     pub pos: usize,
 }

@@ -18,6 +18,7 @@ use crate::decode::dns::{self, Dns};
 use crate::decode::icmp::{Icmp, Name};
 use crate::decode::tls::ClientHello;
 use crate::decode::{decode, App, Decoded, FlowProto, Ipv4, Ipv6, Link, L3, L4};
+use crate::fingerprint::ja4;
 use crate::source::RawPacket;
 
 macro_rules! strings {
@@ -58,7 +59,7 @@ strings! {
     flags_raw = "flags_raw", qr = "qr", opcode = "opcode", opcode_name = "opcode_name",
     aa = "aa", tc = "tc", rd = "rd", ra = "ra", rcode = "rcode", rcode_name = "rcode_name",
     raw = "raw", qname = "qname", qtype = "qtype", qclass = "qclass", qtype_name = "qtype_name",
-    sni = "sni", alpn = "alpn",
+    sni = "sni", alpn = "alpn", ja4 = "ja4",
     v_ethernet = "ethernet", v_raw = "raw", v_linux_sll = "linux_sll", v_linux_sll2 = "linux_sll2",
     v_null = "null", v_loop = "loop",
     v_ipv4 = "ipv4", v_ipv6 = "ipv6", v_arp = "arp", v_unknown_l3 = "unknown_l3",
@@ -788,6 +789,10 @@ fn tls_map<'py>(
         }
         m.set(&k.alpn, list)?;
     }
+    ja4::with_ja4(&ch.hello, ja4::Transport::Tcp, |v| match v {
+        Some(v) => m.text(&k.ja4, v),
+        None => Ok(()),
+    })?;
     // The summary fits a stack buffer unless the names are unusually long.
     let mut small = StackText::<512>::new();
     if tls_summary(&mut small, ch).is_ok() {

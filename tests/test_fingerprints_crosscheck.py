@@ -1,0 +1,107 @@
+"""paclo.fingerprints against the independent `ja4plus` package on real handshakes.
+
+Traffic on lo between local clients (Python's ssl with TLS 1.2/1.3, ALPN and SNI
+variants; curl; openssl s_client; raw HTTP requests with varied headers; an SSH session to
+a throwaway sshd) and servers bound to ephemeral ports, captured by tcpdump with a filter
+naming those ports. Both implementations read the same capture; every method both give
+must agree value for value (as multisets), and the raw forms too.
+
+One known difference is asserted as such: for an ALPN value whose first or last byte is
+not a letter or digit, the JA4 specification writes the first and last hex digits of the
+value; `ja4plus` writes the two bytes themselves.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+import _fingerprint_traffic as T
+from _live_util import live
+
+pytest.importorskip("ja4plus", reason="the cross-check needs the ja4plus package (test extra)")
+
+# Methods ja4plus gives that paclo compares (ja4_o: the original-order raw form).
+COMPARED = ["ja4", "ja4s", "ja4h", "ja4t", "ja4ts", "ja4l_c", "ja4l_s", "ja4x", "ja4ssh"]
+
+
+@pytest.fixture(scope="module")
+def capture(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, list[str]]]:
+    """The capture, and what ran: client variants, and `versions` (every TLS handshake the
+    server completed)."""
+    d = tmp_path_factory.mktemp("fingerprints")
+    cert, key = T.self_signed(d)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    ctx.set_alpn_protocols(["h2", "http/1.1"])
+    tls = T.Server(ctx)
+    plain = T.Server(None)
+    pcap = d / "handshakes.pcap"
+    ran: dict[str, list[str]] = {}
+    try:
+        with T.sshd(d) as ssh_port:
+            ports = [tls.port, plain.port] + ([ssh_port] if ssh_port else [])
+            with T.tcpdump(pcap, " or ".join(f"tcp port {p}" for p in ports)):
+                ran["tls"] = T.tls_clients(tls.port, cert)
+                ran["tools"] = T.tool_clients(tls.port)
+                ran["http"] = [str(T.http_clients(plain.port))]
+                if ssh_port:
+                    T.ssh_session(ssh_port)
+                    ran["ssh"] = ["session"]
+    finally:
+        tls.close()
+        plain.close()
+    ran["versions"] = tls.versions
+    return pcap, ran
+
+
+@live
+def test_the_traffic_ran(capture: tuple[Path, dict[str, list[str]]]) -> None:
+    _, ran = capture
+    assert len(ran["tls"]) == 6, ran
+    assert ran["http"] == [str(len(T.HTTP_REQUESTS) + 1)] or ran["http"] == [str(len(T.HTTP_REQUESTS))]
+
+
+@live
+@pytest.mark.parametrize("method", COMPARED)
+def test_values_agree_with_ja4plus(capture: tuple[Path, dict[str, list[str]]], method: str) -> None:
+    pcap, ran = capture
+    if method == "ja4ssh" and "ssh" not in ran:
+        pytest.skip("no sshd installed (.ci/run installs openssh-server)")
+    mine = T.paclo_values(pcap).get(method, [])
+    theirs = T.ja4plus_values(pcap).get(method, [])
+    assert mine, f"paclo gave no {method}"
+    if method == "ja4":
+        # The one documented difference: the ALPN code of a non-alphanumeric value.
+        odd_m = [v for v, _ in mine if v[8:10] == "71"]
+        odd_t = [v for v, _ in theirs if v[8:10] == "x!"]
+        assert len(odd_m) == len(odd_t) == 1
+        assert odd_m[0][:8] + "x!" + odd_m[0][10:] == odd_t[0]
+        mine = [(v, r) for v, r in mine if v not in odd_m]
+        theirs = [(v, r) for v, r in theirs if v not in odd_t]
+    assert Counter(v for v, _ in mine) == Counter(v for v, _ in theirs)
+    if method in ("ja4", "ja4s", "ja4h", "ja4x"):
+        assert Counter(r for _, r in mine) == Counter(r for _, r in theirs)
+
+
+@live
+def test_original_order_raw_agrees(capture: tuple[Path, dict[str, list[str]]]) -> None:
+    pcap, _ = capture
+    mine = Counter(r for v, r in T.paclo_values(pcap)["ja4_o"] if v[8:10] != "71")
+    theirs = Counter(r for _, r in T.ja4plus_values(pcap)["ja4_o"] if r and r[8:10] != "x!")
+    assert mine and mine == theirs
+
+
+@live
+def test_every_handshake_is_fingerprinted(capture: tuple[Path, dict[str, list[str]]]) -> None:
+    pcap, ran = capture
+    got = T.paclo_values(pcap)
+    versions = ran["versions"]
+    assert len(versions) >= len(ran["tls"]) + len(ran["tools"])
+    assert len(got["ja4"]) == len(versions)
+    assert len(got["ja4s"]) == len(versions)
+    # TLS 1.2 handshakes show their (one) certificate; TLS 1.3 ones encrypt it.
+    assert len(got["ja4x"]) == versions.count("TLSv1.2") > 0
