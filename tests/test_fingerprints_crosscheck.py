@@ -105,3 +105,22 @@ def test_every_handshake_is_fingerprinted(capture: tuple[Path, dict[str, list[st
     assert len(got["ja4s"]) == len(versions)
     # TLS 1.2 handshakes show their (one) certificate; TLS 1.3 ones encrypt it.
     assert len(got["ja4x"]) == versions.count("TLSv1.2") > 0
+
+
+def test_quic_rfc_initials_agree_with_ja4plus(tmp_path: Path) -> None:
+    """The protected client and server Initial packets of RFC 9001 Appendix A, in UDP."""
+    from _decoder_util import eth, ipv4, udp, write_pcap
+
+    data = Path(__file__).resolve().parents[1] / "src" / "fingerprint" / "testdata"
+    client = bytes.fromhex(data.joinpath("rfc9001_a2_client_initial.hex").read_text().replace("\n", ""))
+    server = bytes.fromhex(data.joinpath("rfc9001_a3_server_initial.hex").read_text().replace("\n", ""))
+    a, b = b"\n\x00\x00\x01", b"\n\x00\x00\x02"
+    p = tmp_path / "quic.pcap"
+    write_pcap(p, [eth(0x0800, ipv4(17, udp(50000, 443, client), src=a, dst=b)),
+                   eth(0x0800, ipv4(17, udp(443, 50000, server), src=b, dst=a))])
+    mine, theirs = T.paclo_values(p), T.ja4plus_values(p)
+    assert mine["ja4"] == theirs["ja4"] == [
+        ("q13d0211an_62ed6f6ca7ad_4d634acda6c0",
+         "q13d0211an_1301,1302_0005,000a,000d,001c,002b,002d,0033,0039,ff01_0403,0503,0603,0203,0804,0805,0806")]
+    assert mine["ja4s"] == theirs["ja4s"] == [("q130200_1301_234ea6891581", "q130200_1301_0033,002b")]
+    assert [r for _, r in mine["ja4_o"]] == [r for _, r in theirs["ja4_o"]]

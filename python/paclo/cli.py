@@ -128,9 +128,46 @@ def flow_topn(args: argparse.Namespace) -> int:
     n = _count("--top", args.top)
     bpf = _filter(args.filter)
     rows, nflows, npackets = _topn(path, n, by=by, bidirectional=mode == "bidir", filter=bpf)
-    _emit(rows, fmt, ["proto", "src", "dst", "packets", "bytes"])
+    columns = ["proto", "src", "dst", "packets", "bytes"]
+    if args.fingerprints is not None:
+        _attach_fingerprints(rows, path, args.fingerprints, bpf, bidirectional=mode == "bidir", joined=fmt in ("table", "csv"))
+        columns.append("fingerprints")
+    _emit(rows, fmt, columns)
     _meta(flows=nflows, rows=len(rows), packets=npackets, top=n, mode=mode, by=by, filter=json.dumps(bpf))
     return 0
+
+
+def _attach_fingerprints(
+    rows: list[dict[str, Any]], path: str, methods: str, bpf: str | None, *, bidirectional: bool, joined: bool
+) -> None:
+    """Add to each top-N row the distinct fingerprints seen on its flow, as
+    ``method=value`` strings (joined by spaces for table and csv output)."""
+    import paclo
+
+    names = methods.split(",") if methods != "all" else "all"
+    try:
+        t = paclo.fingerprints(path, methods=names, filter=bpf).to_pydict()
+    except ValueError as e:
+        raise CliError(3, str(e)) from e
+    src = paclo.ip_to_str(t["src_ip"])
+    dst = paclo.ip_to_str(t["dst_ip"])
+    seen: dict[tuple[str, str, str], list[str]] = {}
+    for i, m in enumerate(t["method"]):
+        ver, proto = t["ip_version"][i], {6: "tcp", 17: "udp"}.get(t["protocol"][i])
+        fmt_ep = (lambda a, p: f"[{a}]:{p}") if ver == 6 else (lambda a, p: f"{a}:{p}")
+        a, b = fmt_ep(src[i], t["src_port"][i]), fmt_ep(dst[i], t["dst_port"][i])
+        item = f"{m}={t['value'][i]}"
+        keys = [(str(proto), a, b)] + ([(str(proto), b, a)] if bidirectional else [])
+        for k in keys:
+            lst = seen.setdefault(k, [])
+            if item not in lst:
+                lst.append(item)
+    for r in rows:
+        f = r["flow"]
+        found = seen.get((f["proto"], f["src"], f["dst"]), [])
+        if bidirectional:
+            found = found + [x for x in seen.get((f["proto"], f["dst"], f["src"]), []) if x not in found]
+        r["fingerprints"] = " ".join(found) if joined else found
 
 
 def pcap_filter(args: argparse.Namespace) -> int:
@@ -279,6 +316,9 @@ def _parser() -> _Parser:
     t.add_argument("--mode", default="unidir", help="unidir|bidir (default unidir)")
     t.add_argument("--by", default="packets", help="packets|bytes (default packets)")
     t.add_argument("--format", default="table", help=fmt_help)
+    t.add_argument("--fingerprints", nargs="?", const="ja4", default=None, metavar="METHODS",
+                   help="add the fingerprints seen on each flow: ja4 (the default), a comma list, or all "
+                        "(JA4+ methods are under the FoxIO License 1.1, see docs/fingerprints.md)")
     t.set_defaults(run=flow_topn)
 
     f = sub.add_parser("pcap-filter", help="copy the packets that pass a filter",
