@@ -38,7 +38,7 @@ def self_signed(dirpath: Path) -> tuple[Path, Path]:
             x509.NameAttribute(NameOID.COMMON_NAME, "localhost"),
         ]
     )
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (
         x509.CertificateBuilder()
         .subject_name(name)
@@ -319,6 +319,6 @@ def paclo_values(path: Path) -> dict[str, list[tuple[str, str | None]]]:
 
     t = paclo.fingerprints(path, methods="all").to_pydict()
     out: dict[str, list[tuple[str, str | None]]] = {}
-    for m, v, r in zip(t["method"], t["value"], t["raw"]):
+    for m, v, r in zip(t["method"], t["value"], t["raw"], strict=True):
         out.setdefault(m, []).append((v, r))
     return out

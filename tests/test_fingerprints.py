@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from _decoder_util import client_hello, eth, ipv4, tcp, udp, write_pcap
 
 import paclo
-from _decoder_util import client_hello, eth, ipv4, tcp, udp, write_pcap
 
 HELLO = client_hello("example.org", ["h2", "http/1.1"])
 JA4 = "t12d0102h2_0f2cb44170f4_000000000000"  # cipher 1301; SNI and ALPN only
@@ -59,7 +59,7 @@ def test_sources_and_filter(tmp_path: Path) -> None:
 
 def test_bad_options_raise(tmp_path: Path) -> None:
     p = _pcap(tmp_path, [_syn(1)])
-    with pytest.raises(ValueError, match="unknown method 'ja5'.*ja4s"):
+    with pytest.raises(ValueError, match=r"unknown method 'ja5'.*ja4s"):
         paclo.fingerprints(p, methods=["ja5"])
     with pytest.raises(ValueError, match="at least one"):
         paclo.fingerprints(p, methods=[])
@@ -69,7 +69,7 @@ def test_bad_options_raise(tmp_path: Path) -> None:
         paclo.fingerprints(device="lo")
     with pytest.raises(FileNotFoundError):
         paclo.fingerprints(tmp_path / "missing.pcap")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="syntax error"):
         paclo.fingerprints(p, filter="not a filter ((")
 
 

@@ -17,9 +17,8 @@ import ssl
 from collections import Counter
 from pathlib import Path
 
-import pytest
-
 import _fingerprint_traffic as T
+import pytest
 from _live_util import live
 
 pytest.importorskip("ja4plus", reason="the cross-check needs the ja4plus package (test extra)")

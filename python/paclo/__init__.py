@@ -25,11 +25,11 @@ from .bpf import bpf
 from .exceptions import CaptureError, PacloError, PcapFormatError, TruncatedCaptureWarning
 
 __all__ = [
+    "FINGERPRINT_METHODS",
+    "JA4_PLUS_METHODS",
     "Capture",
     "CaptureError",
-    "FINGERPRINT_METHODS",
     "FanOut",
-    "JA4_PLUS_METHODS",
     "Packet",
     "PacloError",
     "PcapFormatError",

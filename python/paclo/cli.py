@@ -137,6 +137,11 @@ def flow_topn(args: argparse.Namespace) -> int:
     return 0
 
 
+def _endpoint(version: int, addr: str, port: int) -> str:
+    """``ip:port`` as flow-topn writes it (``[ip]:port`` for IPv6)."""
+    return f"[{addr}]:{port}" if version == 6 else f"{addr}:{port}"
+
+
 def _attach_fingerprints(
     rows: list[dict[str, Any]], path: str, methods: str, bpf: str | None, *, bidirectional: bool, joined: bool
 ) -> None:
@@ -154,8 +159,7 @@ def _attach_fingerprints(
     seen: dict[tuple[str, str, str], list[str]] = {}
     for i, m in enumerate(t["method"]):
         ver, proto = t["ip_version"][i], {6: "tcp", 17: "udp"}.get(t["protocol"][i])
-        fmt_ep = (lambda a, p: f"[{a}]:{p}") if ver == 6 else (lambda a, p: f"{a}:{p}")
-        a, b = fmt_ep(src[i], t["src_port"][i]), fmt_ep(dst[i], t["dst_port"][i])
+        a, b = _endpoint(ver, src[i], t["src_port"][i]), _endpoint(ver, dst[i], t["dst_port"][i])
         item = f"{m}={t['value'][i]}"
         keys = [(str(proto), a, b)] + ([(str(proto), b, a)] if bidirectional else [])
         for k in keys:
