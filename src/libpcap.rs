@@ -43,11 +43,6 @@ extern "C" {
     pub(crate) fn pcap_set_tstamp_precision(p: *mut PcapT, precision: c_int) -> c_int;
     pub(crate) fn pcap_get_tstamp_precision(p: *mut PcapT) -> c_int;
     pub(crate) fn pcap_activate(p: *mut PcapT) -> c_int;
-    pub(crate) fn pcap_open_offline_with_tstamp_precision(
-        fname: *const c_char,
-        precision: c_uint,
-        errbuf: *mut c_char,
-    ) -> *mut PcapT;
     pub(crate) fn pcap_open_dead(linktype: c_int, snaplen: c_int) -> *mut PcapT;
     pub(crate) fn pcap_close(p: *mut PcapT);
     pub(crate) fn pcap_geterr(p: *mut PcapT) -> *mut c_char;

@@ -6,40 +6,19 @@ import os
 from typing import Any, Callable
 
 from . import _paclo
-from .bpf import normalize_filter
+from ._options import (
+    DECODE_MODES,
+    check_bool,
+    check_callable,
+    check_choice,
+    check_decode,
+    check_limit,
+    fspath,
+    live_source,
+    normalize_filter,
+)
 
 __all__ = ["PcapWriter", "Reduced", "read", "reduce", "write_pcap"]
-
-_DECODE_MODES = (None, "full", "flow")
-_MAX_LIMIT = 2**63 - 1
-
-
-def _check_decode(decode: object) -> None:
-    if decode not in _DECODE_MODES:
-        raise ValueError(f"decode must be None, 'full' or 'flow', not {decode!r}")
-
-
-def _check_limit(limit: object) -> None:
-    if limit is None:
-        return
-    if isinstance(limit, bool) or not isinstance(limit, int):
-        raise TypeError(f"limit must be a non-negative integer or None, not {type(limit).__name__}")
-    if not 0 <= limit <= _MAX_LIMIT:
-        raise ValueError(f"limit must be a non-negative integer up to {_MAX_LIMIT} or None, not {limit}")
-
-
-def _check_bool(name: str, value: object) -> None:
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False, not {value!r}")
-
-
-def _fspath(path: object, what: str = "path") -> str:
-    try:
-        p = os.fspath(path)  # type: ignore[call-overload]
-    except TypeError:
-        raise TypeError(f"{what} must be a str or os.PathLike, not {type(path).__name__}") from None
-    return os.fsdecode(p)
-
 
 def read(path, *, filter=None, decode=None, limit=None, progress=False, strict=False) -> _paclo.Reader:
     """Open a pcap or pcapng file: an iterator of packets and a context manager.
@@ -52,12 +31,12 @@ def read(path, *, filter=None, decode=None, limit=None, progress=False, strict=F
     ``TruncatedCaptureWarning`` after every complete packet; ``strict=True`` raises
     ``PcapFormatError`` instead.
     """
-    _check_decode(decode)
-    _check_limit(limit)
-    _check_bool("progress", progress)
-    _check_bool("strict", strict)
+    check_decode(decode)
+    check_limit(limit)
+    check_bool("progress", progress)
+    check_bool("strict", strict)
     return _paclo.read(
-        _fspath(path),
+        fspath(path),
         filter=normalize_filter(filter),
         decode=decode,
         limit=limit,
@@ -103,31 +82,22 @@ def reduce(
         raise ValueError("reduce requires either path= or device=")
     if path is not None and device is not None:
         raise ValueError("reduce takes either path= or device=, not both")
-    _check_decode(decode)
-    _check_limit(limit)
-    _check_bool("report", report)
+    check_decode(decode)
+    check_limit(limit)
+    check_bool("report", report)
     if device is not None:
-        from . import _capture
-
-        return _capture.reduce_device(
-            fn,
-            init,
-            device=device,
-            decode=decode,
-            filter=normalize_filter(filter),
-            limit=limit,
-            report=report,
-            **options,
+        return _reduce_device(
+            fn, init, device=device, decode=decode, filter=filter, limit=limit, report=report, **options
         )
     strict = options.pop("strict", False)
-    _check_bool("strict", strict)
+    check_bool("strict", strict)
     if options:
         names = ", ".join(sorted(options))
         raise TypeError(f"reduce(path=...) got unexpected options: {names} (live options need device=)")
-    acc, stats = _paclo.reduce_path(
+    acc, stats = _paclo.reduce(
         fn,
         init,
-        _fspath(path),
+        fspath(path),
         reduced_type=Reduced,
         filter=normalize_filter(filter),
         decode=decode,
@@ -135,6 +105,56 @@ def reduce(
         strict=strict,
     )
     return (acc, stats) if report else acc
+
+
+def _reduce_device(
+    fn: Callable[[Any, Any], Any],
+    init: Any,
+    *,
+    device: Any,
+    decode: Any = None,
+    filter: Any = None,
+    limit: Any = None,
+    report: Any = False,
+    duration: Any = None,
+    idle_timeout: Any = None,
+    snaplen: Any = 65535,
+    promisc: Any = True,
+    timeout_ms: Any = 10,
+    buffer_size: Any = None,
+    immediate: Any = None,
+    stop_when: Any = None,
+    on_ready: Any = None,
+    on_stats: Any = None,
+    on_error: Any = None,
+    error_mode: Any = "raise",
+) -> Any:
+    """The device side of :func:`reduce` (and of ``paclo._capture.reduce_device``)."""
+    source = live_source(
+        device,
+        limit=limit,
+        duration=duration,
+        idle_timeout=idle_timeout,
+        on_ready=on_ready,
+        snaplen=snaplen,
+        promisc=promisc,
+        timeout_ms=timeout_ms,
+        buffer_size=buffer_size,
+        immediate=immediate,
+    )
+    acc, stats = _paclo.reduce(
+        fn,
+        init,
+        source,
+        reduced_type=Reduced,
+        decode=check_choice("decode", decode, DECODE_MODES),
+        filter=normalize_filter(filter),
+        stop_when=check_callable("stop_when", stop_when),
+        on_stats=check_callable("on_stats", on_stats),
+        on_error=check_callable("on_error", on_error),
+        error_mode=check_choice("error_mode", error_mode, ("raise", "pass")),
+    )
+    return (acc, stats) if check_bool("report", report) else acc
 
 
 def _check_writer_options(linktype: object, snaplen: object, nanosecond: object) -> None:
@@ -145,7 +165,7 @@ def _check_writer_options(linktype: object, snaplen: object, nanosecond: object)
         raise ValueError(f"linktype must be between 0 and 65535, not {linktype}")
     if not 1 <= snaplen <= 262144:  # type: ignore[operator]
         raise ValueError(f"snaplen must be between 1 and 262144, not {snaplen}")
-    _check_bool("nanosecond", nanosecond)
+    check_bool("nanosecond", nanosecond)
 
 
 class PcapWriter(_paclo.PcapWriter):
@@ -160,7 +180,7 @@ class PcapWriter(_paclo.PcapWriter):
 
     def __new__(cls, path, *, linktype=1, snaplen=262144, nanosecond=False):
         _check_writer_options(linktype, snaplen, nanosecond)
-        return super().__new__(cls, _fspath(path), linktype=linktype, snaplen=snaplen, nanosecond=nanosecond)
+        return super().__new__(cls, fspath(path), linktype=linktype, snaplen=snaplen, nanosecond=nanosecond)
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"

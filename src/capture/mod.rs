@@ -1,9 +1,10 @@
 //! Live capture through libpcap: devices, the managed capture thread, queue policies,
 //! statistics and bounded fan-out.
 //!
-//! - [`handle`]: the libpcap FFI edge; non-blocking reads with bounded waits.
+//! - [`handle`]: the libpcap FFI edge, the live [`PacketSource`](crate::source::PacketSource);
+//!   non-blocking reads with bounded waits.
 //! - [`queue`]: the bounded queue (blocking or dropping) with exact counters.
-//! - [`managed`]: the capture thread, its lifecycle, stop reasons and statistics.
+//! - [`managed`]: the capture thread (the managed producer) and its lifecycle.
 //! - [`fanout`]: one source to several bounded branch queues.
 
 pub mod fanout;
@@ -11,11 +12,8 @@ pub mod handle;
 pub mod managed;
 pub mod queue;
 
-pub use handle::{libpcap_version, Handle, LiveOptions, Next, PcapCounters, SourceInfo, Waker};
-pub use managed::{
-    CaptureSource, CaptureState, CaptureStats, ErrorInfo, Limits, ManagedCapture, ManagedConfig,
-    OwnedPacket, QueueReader, StopClock, StopReason,
-};
+pub use handle::{libpcap_version, Handle, LiveOptions};
+pub use managed::{BoxedLoop, ManagedCapture, ManagedConfig, OwnedPacket, QueueReader};
 pub use queue::{BoundedQueue, Pop, Push, QueueCounters, QueueMode};
 
 use crate::error::{Error, Result};
