@@ -6,9 +6,9 @@ import threading
 import time
 
 import pytest
+from _live_util import LO, Receiver, live, payload, send, udp_payload, wait_until
 
 import paclo
-from _live_util import LO, Receiver, live, payload, send, udp_payload, wait_until
 
 pytestmark = live
 
@@ -183,6 +183,7 @@ def test_ctrl_c_reaches_a_branch_consumer_written_in_c(tmp_path):
     """``list(branch)`` runs no Python code between packets; the branch notices the signal,
     raises KeyboardInterrupt and closes the fan-out and the capture."""
     from _foundation_util import keyboard_interrupt_after
+
     from paclo.perf import datasets
 
     path = tmp_path / "big.pcap"

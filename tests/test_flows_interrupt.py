@@ -5,14 +5,15 @@ their threads before raising."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 
 import pyarrow.compute as pc
 import pytest
+from _foundation_util import keyboard_interrupt_after
 
 import paclo
-from _foundation_util import keyboard_interrupt_after
 from paclo.perf import datasets
 
 # Enough packets that no build reads them all in the 5 ms before the alarm (a release
@@ -45,10 +46,8 @@ def _open_handles(path: pathlib.Path) -> int:
             n += sum(1 for line in f if line.rstrip("\n").endswith(target))
     if os.path.isdir("/proc/self/fd"):
         for fd in os.listdir("/proc/self/fd"):
-            try:
+            with contextlib.suppress(OSError):
                 n += os.readlink(f"/proc/self/fd/{fd}") == target
-            except OSError:
-                pass
     return n
 
 

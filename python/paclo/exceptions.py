@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["PacloError", "PcapFormatError", "CaptureError", "TruncatedCaptureWarning"]
+__all__ = ["CaptureError", "PacloError", "PcapFormatError", "TruncatedCaptureWarning"]
 
 
 class PacloError(Exception):

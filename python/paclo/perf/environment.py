@@ -57,7 +57,7 @@ def libpcap_version() -> str | None:
         import paclo
 
         return str(paclo.libpcap_version())
-    except Exception:
+    except Exception:  # noqa: BLE001 - any failure falls back to the shared library's name
         pass
     name = ctypes.util.find_library("pcap")
     if name is None:

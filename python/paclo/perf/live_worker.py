@@ -28,7 +28,7 @@ def _delay(ns: int) -> None:
 class _Counter:
     """Counts packets, captured bytes and decode errors of Packet objects or packet maps."""
 
-    __slots__ = ("packets", "bytes", "decode_errors", "decoded", "delay_ns")
+    __slots__ = ("bytes", "decode_errors", "decoded", "delay_ns", "packets")
 
     def __init__(self, decoded: bool, delay_ns: int) -> None:
         self.packets = 0
@@ -177,7 +177,7 @@ def _fanout(paclo, cfg: dict, opts: dict, counter: _Counter):
             try:
                 for item in iters[name]:
                     counters[name].add(item)
-            except BaseException as exc:
+            except BaseException as exc:  # noqa: BLE001 - the main thread re-raises the first
                 failures.append(exc)
 
         if cfg["fanout_mode"] == "dual":
@@ -225,7 +225,7 @@ def run_live_worker(cfg: dict, warmups: int, runs: int, ready_file: str | None) 
     out = []
     for i in range(runs):
         print(f"[worker] run {i + 1}/{runs}", file=sys.stderr, flush=True)
-        run = metrics.measure(lambda: one_run(cfg, ready_file if i == 0 else None), native)
+        run = metrics.measure(lambda first=(i == 0): one_run(cfg, ready_file if first else None), native)
         report = run.pop("_generator")
         if cfg["source"] == "loopback":
             sent, sent_source = report["sent"], "internal_observed"

@@ -9,6 +9,7 @@ import resource
 import sys
 import time
 from collections.abc import Callable
+from typing import Self
 
 # What the worker measures for every run, offline and live.
 MEASURED_METRICS = (
@@ -29,17 +30,7 @@ MEASURED_METRICS = (
 )
 
 # Metrics summarised as {median, min, max} when present (not None) in at least one run.
-SUMMARY_METRICS = MEASURED_METRICS + (
-    "unique_flows",
-    "realized_send_pps",
-    "sustained_processed_pps",
-    "processed_vs_sent_rate",
-    "send_loss_rate",
-    "kernel_drop_rate",
-    "interface_drop_rate",
-    "queue_drop_rate",
-    "consumer_gap_rate",
-)
+SUMMARY_METRICS = (*MEASURED_METRICS, "unique_flows", "realized_send_pps", "sustained_processed_pps", "processed_vs_sent_rate", "send_loss_rate", "kernel_drop_rate", "interface_drop_rate", "queue_drop_rate", "consumer_gap_rate")
 
 
 def median(values: list[float]) -> float | int:
@@ -79,7 +70,7 @@ class GcWatch:
             self.count += 1
             self.time_ns += time.perf_counter_ns() - self._start
 
-    def __enter__(self) -> GcWatch:
+    def __enter__(self) -> Self:
         gc.callbacks.append(self._callback)
         return self
 

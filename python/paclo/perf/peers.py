@@ -144,7 +144,7 @@ def scapy_decode(path: str, count: int, probe=None) -> Callable[[], dict]:
                     errors += 1
                 elif IP in pkt:
                     ip = pkt[IP]
-                    l4 = pkt[TCP] if TCP in pkt else pkt[UDP] if UDP in pkt else None
+                    l4 = pkt[TCP] if TCP in pkt else pkt.get(UDP, None)
                     key = (ip.proto, ip.src, ip.dst, getattr(l4, "sport", None), getattr(l4, "dport", None))
                     flows[key] = flows.get(key, 0) + 1
                 if n >= count:

@@ -9,7 +9,7 @@ from pathlib import Path
 from .metrics import MEASURED_METRICS
 
 # Run metrics copied into load()'s DataFrame, in this order (absent ones become missing values).
-RUN_COLUMNS = ("packets", "bytes", "decode_errors", "unique_flows") + MEASURED_METRICS
+RUN_COLUMNS = ("packets", "bytes", "decode_errors", "unique_flows", *MEASURED_METRICS)
 
 
 def read_results(source) -> dict:
@@ -172,7 +172,7 @@ def markdown(source) -> str:
     for r in results:
         s = r["summary"]
 
-        def med(name):
+        def med(name, s=s):
             return s.get(name, {}).get("median")
 
         scenario = r["scenario"] + (" (first {:,} packets)".format(r["packets"]) if "only the first" in r.get("note", "") else "")

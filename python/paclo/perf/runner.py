@@ -171,7 +171,7 @@ def table(results: list[dict]) -> str:
     for r in results:
         s = r["summary"]
 
-        def med(name: str):
+        def med(name: str, s=s):
             return s.get(name, {}).get("median")
 
         values = [
@@ -192,7 +192,7 @@ def table(results: list[dict]) -> str:
     lines = []
     for i, row in enumerate(rows):
         cells = [row[0].ljust(widths[0]), row[1].ljust(widths[1])]
-        cells += [c.rjust(w) for c, w in zip(row[2:], widths[2:])]
+        cells += [c.rjust(w) for c, w in zip(row[2:], widths[2:], strict=True)]
         lines.append("  ".join(cells))
         if i == 0:
             lines.append("  ".join("-" * w for w in widths))
@@ -217,7 +217,7 @@ def live_table(results: list[dict]) -> str:
     for r in results:
         s = r["summary"]
 
-        def med(name: str):
+        def med(name: str, s=s):
             return s.get(name, {}).get("median")
 
         runs = r["runs"]
@@ -240,7 +240,7 @@ def live_table(results: list[dict]) -> str:
     lines = []
     for i, row in enumerate(rows):
         cells = [row[0].rjust(widths[0]), row[1].ljust(widths[1])]
-        cells += [c.rjust(w) for c, w in zip(row[2:], widths[2:])]
+        cells += [c.rjust(w) for c, w in zip(row[2:], widths[2:], strict=True)]
         lines.append("  ".join(cells))
         if i == 0:
             lines.append("  ".join("-" * w for w in widths))
@@ -286,7 +286,7 @@ def run_live(opts: Options, env: dict, console: Console, worker_cmd=None) -> lis
                 os.close(fd)
                 os.unlink(ready_file)
 
-                def poll(path=ready_file) -> None:
+                def poll(path=ready_file, stop_poll=stop_poll) -> None:
                     while not stop_poll.is_set():
                         if os.path.exists(path):
                             console.log("[perf] capture ready")
@@ -350,7 +350,7 @@ def run(opts: Options, *, datasets=None, worker_cmd=None, console: Console | Non
     profile = config.PROFILES[opts.profile]
     document = {
         "schema_version": SCHEMA_VERSION,
-        "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat().replace("+00:00", "Z"),
+        "created_at": _dt.datetime.now(_dt.UTC).isoformat().replace("+00:00", "Z"),
         "profile": opts.profile,
         "config": {
             "mode": opts.mode,

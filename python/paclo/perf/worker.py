@@ -115,7 +115,7 @@ def _emit(scenario, run) -> int:
     """Run the measurement and print its one JSON object; on failure, the traceback on stderr."""
     try:
         result = run()
-    except Exception as exc:  # the runner reports stderr; keep the traceback for diagnosis
+    except Exception as exc:  # noqa: BLE001 - the runner reports stderr; keep the traceback
         traceback.print_exc(file=sys.stderr)
         print(f"[worker] {scenario} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
