@@ -11,9 +11,9 @@ import warnings
 
 import pyarrow as pa
 import pytest
+from _live_util import LO, live, payload
 
 import paclo
-from _live_util import LO, live, payload
 
 # --- files: capture(path=) and read(path) are one reader ------------------------------------
 
@@ -84,10 +84,12 @@ def test_capture_path_and_read_agree_on_a_filter_and_a_whole_file(tmp_path):
     assert p1 == p2 and len(p1) == 30 and w1 == w2 == []
     _same_stats(s1, s2)
     assert (s1["truncated"], s1["stop_reason"]) == (False, "eof")
-    # The same BPF program runs on both (pcap_offline_filter over the mapped records).
+    # The same BPF program runs on both (pcap_offline_filter over the mapped records); it
+    # tests the length on the wire, as libpcap does.
     r = list(paclo.read(path, filter="greater 80"))
     c = list(paclo.capture(path=path, filter="greater 80"))
-    assert r == c and len(r) == 10
+    assert r == c and [p.wirelen for p in r] == [w for w in (p.wirelen for p in p1) if w >= 80]
+    assert len(r) == 11
 
 
 def test_capture_path_raises_the_format_error_read_raises(tmp_path):
@@ -162,7 +164,7 @@ def test_flows_on_a_device_equal_flows_on_the_same_packets_written_to_a_file(tmp
         written: list[int] = []
 
         def keep() -> None:
-            with paclo.PcapWriter(path, linktype=1) as w:
+            with paclo.PcapWriter(path, linktype=1, nanosecond=True) as w:
                 w.write_all(cap)
                 written.append(w.count)
 

@@ -11,7 +11,6 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from . import _paclo
-from ._io import _reduce_device
 from ._options import (
     DECODE_MODES,
     INT_MAX,
@@ -25,8 +24,10 @@ from ._options import (
     check_seconds,
     fspath,
     live_options,
+    live_source,
     normalize_filter,
 )
+from ._reduce import fold
 
 __all__ = ["Capture", "FanOut", "capture", "devices", "fan_out", "libpcap_version", "reduce_device"]
 
@@ -135,27 +136,31 @@ def reduce_device(
     """
     if not callable(fn):
         raise TypeError(f"fn must be a callable taking (acc, packet), not {fn!r}")
-    return _reduce_device(
-        fn,
-        init,
-        device=device,
-        decode=decode,
-        filter=filter,
+    report = check_bool("report", report)
+    source = live_source(
+        device,
         limit=limit,
-        report=report,
         duration=duration,
         idle_timeout=idle_timeout,
+        on_ready=on_ready,
         snaplen=snaplen,
         promisc=promisc,
         timeout_ms=timeout_ms,
         buffer_size=buffer_size,
         immediate=immediate,
-        stop_when=stop_when,
-        on_ready=on_ready,
-        on_stats=on_stats,
-        on_error=on_error,
-        error_mode=error_mode,
     )
+    acc, stats = fold(
+        fn,
+        init,
+        source,
+        decode=check_choice("decode", decode, DECODE_MODES),
+        filter=normalize_filter(filter),
+        stop_when=check_callable("stop_when", stop_when),
+        on_stats=check_callable("on_stats", on_stats),
+        on_error=check_callable("on_error", on_error),
+        error_mode=check_choice("error_mode", error_mode, ("raise", "pass")),
+    )
+    return (acc, stats) if report else acc
 
 
 def devices() -> list[dict[str, Any]]:

@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
 from . import _paclo
-from ._options import (
-    DECODE_MODES,
-    check_bool,
-    check_callable,
-    check_choice,
-    check_decode,
-    check_limit,
-    fspath,
-    live_source,
-    normalize_filter,
-)
+from ._options import check_bool, check_decode, check_limit, fspath, normalize_filter
+from ._reduce import Reduced, fold
 
 __all__ = ["PcapWriter", "Reduced", "read", "reduce", "write_pcap"]
 
@@ -44,18 +34,6 @@ def read(path, *, filter=None, decode=None, limit=None, progress=False, strict=F
         progress=progress,
         strict=strict,
     )
-
-
-class Reduced:
-    """Wrap an accumulator to stop a reduction at once: ``return paclo.Reduced(acc)``."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
-
-    def __repr__(self) -> str:
-        return f"Reduced({self.value!r})"
 
 
 def reduce(
@@ -87,75 +65,34 @@ def reduce(
     check_limit(limit)
     check_bool("report", report)
     if device is not None:
-        return _reduce_device(
-            fn, init, device=device, decode=decode, filter=filter, limit=limit, report=report, **options
+        # The device side validates the live options (it is also paclo._capture.reduce_device).
+        from . import _capture
+
+        return _capture.reduce_device(
+            fn,
+            init,
+            device=device,
+            decode=decode,
+            filter=normalize_filter(filter),
+            limit=limit,
+            report=report,
+            **options,
         )
     strict = options.pop("strict", False)
     check_bool("strict", strict)
     if options:
         names = ", ".join(sorted(options))
         raise TypeError(f"reduce(path=...) got unexpected options: {names} (live options need device=)")
-    acc, stats = _paclo.reduce(
+    acc, stats = fold(
         fn,
         init,
         fspath(path),
-        reduced_type=Reduced,
         filter=normalize_filter(filter),
         decode=decode,
         limit=limit,
         strict=strict,
     )
     return (acc, stats) if report else acc
-
-
-def _reduce_device(
-    fn: Callable[[Any, Any], Any],
-    init: Any,
-    *,
-    device: Any,
-    decode: Any = None,
-    filter: Any = None,
-    limit: Any = None,
-    report: Any = False,
-    duration: Any = None,
-    idle_timeout: Any = None,
-    snaplen: Any = 65535,
-    promisc: Any = True,
-    timeout_ms: Any = 10,
-    buffer_size: Any = None,
-    immediate: Any = None,
-    stop_when: Any = None,
-    on_ready: Any = None,
-    on_stats: Any = None,
-    on_error: Any = None,
-    error_mode: Any = "raise",
-) -> Any:
-    """The device side of :func:`reduce` (and of ``paclo._capture.reduce_device``)."""
-    source = live_source(
-        device,
-        limit=limit,
-        duration=duration,
-        idle_timeout=idle_timeout,
-        on_ready=on_ready,
-        snaplen=snaplen,
-        promisc=promisc,
-        timeout_ms=timeout_ms,
-        buffer_size=buffer_size,
-        immediate=immediate,
-    )
-    acc, stats = _paclo.reduce(
-        fn,
-        init,
-        source,
-        reduced_type=Reduced,
-        decode=check_choice("decode", decode, DECODE_MODES),
-        filter=normalize_filter(filter),
-        stop_when=check_callable("stop_when", stop_when),
-        on_stats=check_callable("on_stats", on_stats),
-        on_error=check_callable("on_error", on_error),
-        error_mode=check_choice("error_mode", error_mode, ("raise", "pass")),
-    )
-    return (acc, stats) if check_bool("report", report) else acc
 
 
 def _check_writer_options(linktype: object, snaplen: object, nanosecond: object) -> None:

@@ -38,8 +38,7 @@ from typing import Any, Literal, Self, TypedDict, final
 from typing_extensions import disjoint_base
 
 class _LiveSource(TypedDict):
-    """A live device as the Python wrappers describe it (see ``paclo._options.live_source``)."""
-
+    # A live device as the Python wrappers describe it (paclo._options.live_source).
     device: str
     snaplen: int
     promisc: bool

@@ -296,9 +296,7 @@ impl<S: PacketSource> Iterator for RawBatches<S> {
                 Ok(Pull::Batch(b)) => return Some(Ok(b)),
                 Ok(Pull::Pending) => {}
                 Ok(Pull::End) => return None,
-                Err(e) => {
-                    return Some(Err(arrow_schema::ArrowError::ExternalError(Box::new(e))))
-                }
+                Err(e) => return Some(Err(arrow_schema::ArrowError::ExternalError(Box::new(e)))),
             }
         }
     }

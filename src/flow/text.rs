@@ -76,7 +76,10 @@ mod tests {
         v6[15] = 1;
         assert_eq!(endpoint(6, &v6, None), "2001:db8::1");
         assert_eq!(endpoint(6, &v6, Some(443)), "[2001:db8::1]:443");
-        assert_eq!((column_version(&v4, None), column_version(&v4, Some(6))), (4, 6));
+        assert_eq!(
+            (column_version(&v4, None), column_version(&v4, Some(6))),
+            (4, 6)
+        );
         assert_eq!(column_version(&v6, Some(4)), 6);
         assert_eq!(
             (proto_name(6), proto_name(17), proto_name(58), proto_name(1)),

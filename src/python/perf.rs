@@ -59,7 +59,11 @@ pub fn dataset_expected(case: &str, count: i64) -> PyResult<(u64, u64)> {
 
 /// The frame bytes of packet `index` of `case`.
 #[pyfunction]
-pub fn dataset_frame<'py>(py: Python<'py>, case: &str, index: i64) -> PyResult<Bound<'py, PyBytes>> {
+pub fn dataset_frame<'py>(
+    py: Python<'py>,
+    case: &str,
+    index: i64,
+) -> PyResult<Bound<'py, PyBytes>> {
     let case = Case::parse(case)?;
     let (size, traffic) = case.frame_kind(check_count(index)?);
     Ok(PyBytes::new(py, &datasets::frame(size, traffic)?))

@@ -299,9 +299,15 @@ impl<S: PacketSource> SourceLoop<S> {
         if self.must_wait {
             self.wait()?;
         }
-        if let Some(p) = self.progress.as_mut() {
-            p.tick(self.source.progress().map_or(0, |(at, _)| at));
-        }
+        // The position before the fetch: a fetch that ends the pass consumes nothing.
+        let at = match self.progress.as_mut() {
+            Some(p) => {
+                let at = self.source.progress().map_or(0, |(at, _)| at);
+                p.tick(at);
+                at
+            }
+            None => 0,
+        };
         match self.source.fetch() {
             Ok(Fetch::Packet(p)) => {
                 self.status.bytes += u64::from(p.caplen);
@@ -310,6 +316,7 @@ impl<S: PacketSource> SourceLoop<S> {
             }
             Ok(Fetch::Idle) => {
                 if let Some(reason) = self.clock.on_idle(Instant::now()) {
+                    end_progress(&mut self.progress, at);
                     self.status.end(reason);
                     return Ok(Step::End);
                 }
@@ -317,10 +324,14 @@ impl<S: PacketSource> SourceLoop<S> {
                 Ok(Step::Pending)
             }
             Ok(Fetch::End) => {
+                end_progress(&mut self.progress, at);
                 self.status.end(StopReason::Eof);
                 Ok(Step::End)
             }
-            Err(e) => self.status.source_error(e, self.strict),
+            Err(e) => {
+                end_progress(&mut self.progress, at);
+                self.status.source_error(e, self.strict)
+            }
         }
     }
 
@@ -371,10 +382,8 @@ impl<S: PacketSource> SourceLoop<S> {
     /// `Closed`.
     pub fn finish(&mut self, reason: StopReason) {
         if self.status.ended.is_none() {
-            if let Some(p) = self.progress.as_mut() {
-                p.done(self.source.progress().map_or(0, |(at, _)| at));
-            }
-            self.progress = None;
+            let at = self.source.progress().map_or(0, |(at, _)| at);
+            end_progress(&mut self.progress, at);
         }
         self.status.end(reason);
     }
@@ -455,6 +464,13 @@ impl<S: PacketSource> SourceLoop<S> {
         self.finish(StopReason::Closed);
         self.status.pcap = self.source.counters();
         self.stats()
+    }
+}
+
+/// Draw a progress bar's final state at `at` and drop it.
+fn end_progress(progress: &mut Option<Progress>, at: u64) {
+    if let Some(mut p) = progress.take() {
+        p.done(at);
     }
 }
 

@@ -45,7 +45,9 @@ pub fn to_python<'py>(
 ) -> PyResult<(Bound<'py, PyAny>, bool)> {
     match mode {
         DecodeMode::Raw => Ok((Bound::new(py, Packet::from_raw(py, pkt))?.into_any(), false)),
-        DecodeMode::Full => crate::python::decode::full_map(py, pkt).map(|(d, e)| (d.into_any(), e)),
+        DecodeMode::Full => {
+            crate::python::decode::full_map(py, pkt).map(|(d, e)| (d.into_any(), e))
+        }
         DecodeMode::Flow => flow_dict::flow_dict(py, pkt).map(|(d, e)| (d.into_any(), e)),
     }
 }

@@ -232,7 +232,11 @@ impl Packet {
 }
 
 /// Call `f` with the bytes of a bytes-like object (bytes, bytearray, memoryview, ...).
-pub fn with_buffer<R>(obj: &Bound<'_, PyAny>, what: &str, f: impl FnOnce(&[u8]) -> R) -> PyResult<R> {
+pub fn with_buffer<R>(
+    obj: &Bound<'_, PyAny>,
+    what: &str,
+    f: impl FnOnce(&[u8]) -> R,
+) -> PyResult<R> {
     if let Ok(b) = obj.cast::<PyBytes>() {
         return Ok(f(b.as_bytes()));
     }
@@ -244,4 +248,3 @@ pub fn with_buffer<R>(obj: &Bound<'_, PyAny>, what: &str, f: impl FnOnce(&[u8]) 
         ))),
     }
 }
-

@@ -10,7 +10,7 @@ use pyo3::types::PyDict;
 
 use crate::python::error::failure_parts;
 use crate::source::{PcapCounters, SourceInfo};
-use crate::stats::{FanOutStats, Failure, QueueStats, Stats, Timing, SCHEMA_VERSION};
+use crate::stats::{Failure, FanOutStats, QueueStats, Stats, Timing, SCHEMA_VERSION};
 
 fn source_dict<'py>(py: Python<'py>, info: &SourceInfo) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
