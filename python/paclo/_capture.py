@@ -27,7 +27,7 @@ from ._options import (
     live_source,
     normalize_filter,
 )
-from ._reduce import fold
+from ._reduce import Reduced
 
 __all__ = ["Capture", "FanOut", "capture", "devices", "fan_out", "libpcap_version", "reduce_device"]
 
@@ -149,10 +149,11 @@ def reduce_device(
         buffer_size=buffer_size,
         immediate=immediate,
     )
-    acc, stats = fold(
+    acc, stats = _paclo.reduce(
         fn,
         init,
         source,
+        reduced_type=Reduced,
         decode=check_choice("decode", decode, DECODE_MODES),
         filter=normalize_filter(filter),
         stop_when=check_callable("stop_when", stop_when),

@@ -7,7 +7,7 @@ from typing import Any
 
 from . import _paclo
 from ._options import check_bool, check_decode, check_limit, fspath, normalize_filter
-from ._reduce import Reduced, fold
+from ._reduce import Reduced
 
 __all__ = ["PcapWriter", "Reduced", "read", "reduce", "write_pcap"]
 
@@ -83,10 +83,12 @@ def reduce(
     if options:
         names = ", ".join(sorted(options))
         raise TypeError(f"reduce(path=...) got unexpected options: {names} (live options need device=)")
-    acc, stats = fold(
+    # Called here, not through a helper: the truncation warning names the caller's line.
+    acc, stats = _paclo.reduce(
         fn,
         init,
         fspath(path),
+        reduced_type=Reduced,
         filter=normalize_filter(filter),
         decode=decode,
         limit=limit,

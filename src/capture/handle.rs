@@ -128,7 +128,7 @@ fn cstring(what: &str, s: &str) -> Result<CString> {
 
 /// Names of the devices libpcap can open (for error messages).
 pub fn device_names() -> Vec<String> {
-    pcap::Device::list()
+    super::devices()
         .map(|l| l.into_iter().map(|d| d.name).collect())
         .unwrap_or_default()
 }

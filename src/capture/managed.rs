@@ -712,40 +712,9 @@ mod tests {
     /// slice ends.
     #[test]
     fn a_stop_wakes_the_waiting_producer() {
-        struct Sleepy;
-        impl PacketSource for Sleepy {
-            fn fetch(&mut self) -> Result<Fetch<'_>> {
-                Ok(Fetch::Idle)
-            }
-            fn wait(&mut self, timeout: Duration, waker: Option<&Waker>) -> Result<()> {
-                let mut p = libc::pollfd {
-                    fd: waker.map_or(-1, |w| w.fd()),
-                    events: libc::POLLIN,
-                    revents: 0,
-                };
-                // SAFETY: one valid pollfd (a negative fd is ignored).
-                unsafe { libc::poll(&mut p, 1, timeout.as_millis() as i32) };
-                Ok(())
-            }
-            fn info(&self) -> SourceInfo {
-                SourceInfo::Device("sleepy0".into())
-            }
-            fn linktype(&self) -> Option<u32> {
-                Some(1)
-            }
-            fn snaplen(&self) -> u32 {
-                65535
-            }
-            fn install_filter(&mut self, _expr: &str) -> Result<()> {
-                Ok(())
-            }
-        }
-        let lp = SourceLoop::new(
-            Box::new(Sleepy) as Box<dyn PacketSource>,
-            None,
-            Limits::default(),
-        )
-        .unwrap();
+        let mut script = Script::new([], Step::Idle);
+        script.poll_waker = true;
+        let lp = SourceLoop::new(script as Box<dyn PacketSource>, None, Limits::default()).unwrap();
         let config = ManagedConfig {
             wait_slice: Duration::from_secs(30),
             ..Default::default()

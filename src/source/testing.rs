@@ -31,6 +31,8 @@ pub struct Script {
     /// Waits taken, and the filter installed.
     pub waits: u32,
     pub filter: Option<String>,
+    /// Wait as a device does: the whole timeout, unless the waker is woken.
+    pub poll_waker: bool,
 }
 
 impl Script {
@@ -44,6 +46,7 @@ impl Script {
             live: true,
             waits: 0,
             filter: None,
+            poll_waker: false,
         })
     }
 
@@ -81,9 +84,20 @@ impl PacketSource for Script {
         }
     }
 
-    fn wait(&mut self, timeout: Duration, _waker: Option<&Waker>) -> Result<()> {
+    fn wait(&mut self, timeout: Duration, waker: Option<&Waker>) -> Result<()> {
         self.waits += 1;
-        std::thread::sleep(timeout.min(Duration::from_millis(2)));
+        if !self.poll_waker {
+            std::thread::sleep(timeout.min(Duration::from_millis(2)));
+            return Ok(());
+        }
+        let mut p = libc::pollfd {
+            fd: waker.map_or(-1, |w| w.fd()),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: one valid pollfd (a negative fd is ignored).
+        unsafe { libc::poll(&mut p, 1, ms) };
         Ok(())
     }
 

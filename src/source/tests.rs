@@ -16,15 +16,9 @@ fn temp_file(name: &str, bytes: &[u8]) -> std::path::PathBuf {
     path
 }
 
-/// A classic LE µs file of `n` 64-byte Ethernet/IPv4/UDP packets (port 1000 + i % 7).
+/// A classic µs file of `n` 64-byte Ethernet/IPv4/UDP packets (source port 1000 + i % 7).
 fn udp_file(n: usize) -> Vec<u8> {
-    let mut out = Vec::new();
-    out.extend(0xa1b2_c3d4u32.to_le_bytes());
-    out.extend(2u16.to_le_bytes());
-    out.extend(4u16.to_le_bytes());
-    out.extend([0; 8]);
-    out.extend(65535u32.to_le_bytes());
-    out.extend(1u32.to_le_bytes());
+    let mut w = crate::pcap::PcapWriter::new(Vec::new(), "udp.pcap", 1, 65535, false).unwrap();
     for i in 0..n {
         let ip = crate::flow::testdata::ipv4(
             17,
@@ -35,13 +29,10 @@ fn udp_file(n: usize) -> Vec<u8> {
             &crate::flow::testdata::udp(1000 + (i % 7) as u16, 53, 22),
         );
         let frame = crate::flow::testdata::ethernet(0x0800, &[], &ip);
-        out.extend(1_700_000_000u32.to_le_bytes());
-        out.extend((i as u32 % 1_000_000).to_le_bytes());
-        out.extend((frame.len() as u32).to_le_bytes());
-        out.extend((frame.len() as u32).to_le_bytes());
-        out.extend(frame);
+        let ts = 1_700_000_000_000_000_000 + i as i64 * 1_000;
+        w.write_packet(ts, &frame, frame.len() as u32).unwrap();
     }
-    out
+    w.finish().unwrap()
 }
 
 fn drain<S: PacketSource>(lp: &mut SourceLoop<S>) -> Result<Vec<i64>> {

@@ -4,7 +4,7 @@
 //! source's `wait` polls it beside the capture descriptor, so a stop takes effect at once
 //! instead of at the end of the wait. Linux and Android use an eventfd; every other unix
 //! uses a self-pipe (a non-blocking pipe whose read end is polled), which BSD and macOS
-//! have had forever.
+//! have had forever. The self-pipe builds on every unix, so its tests run on Linux too.
 
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,12 +30,23 @@ fn os_error(what: &str) -> Error {
 }
 
 impl Waker {
-    /// A new waker.
+    /// A new waker: an eventfd on Linux and Android, a self-pipe elsewhere.
     ///
     /// # Errors
     /// `Capture` when the descriptor cannot be created.
-    #[cfg(any(target_os = "linux", target_os = "android"))]
     pub fn new() -> Result<Self> {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        return Waker::eventfd();
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        return Waker::pipe();
+    }
+
+    /// A waker on an eventfd.
+    ///
+    /// # Errors
+    /// `Capture` when the eventfd cannot be created.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    pub fn eventfd() -> Result<Self> {
         // SAFETY: plain syscall wrapper; the descriptor is owned by the returned Waker.
         let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
         if fd < 0 {
@@ -48,12 +59,11 @@ impl Waker {
         })
     }
 
-    /// A new waker.
+    /// A waker on a self-pipe (any unix).
     ///
     /// # Errors
     /// `Capture` when the pipe cannot be created.
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
-    pub fn new() -> Result<Self> {
+    pub fn pipe() -> Result<Self> {
         let mut fds = [0 as libc::c_int; 2];
         // SAFETY: `fds` has room for the two descriptors pipe() writes.
         if unsafe { libc::pipe(fds.as_mut_ptr()) } < 0 {
@@ -128,28 +138,35 @@ mod tests {
         unsafe { libc::poll(&mut p, 1, ms) == 1 && p.revents & libc::POLLIN != 0 }
     }
 
+    fn kinds() -> Vec<Waker> {
+        vec![Waker::new().unwrap(), Waker::pipe().unwrap()]
+    }
+
     #[test]
     fn wake_makes_the_descriptor_readable_and_is_idempotent() {
-        let w = Waker::new().unwrap();
-        assert!(!w.is_woken());
-        assert!(!readable(w.fd(), 0));
-        w.wake();
-        w.wake();
-        assert!(w.is_woken());
-        assert!(readable(w.fd(), 100));
+        for w in kinds() {
+            assert!(!w.is_woken());
+            assert!(!readable(w.fd(), 0));
+            w.wake();
+            w.wake();
+            assert!(w.is_woken());
+            assert!(readable(w.fd(), 100));
+        }
     }
 
     #[test]
     fn wake_from_another_thread_ends_a_poll() {
-        let w = std::sync::Arc::new(Waker::new().unwrap());
-        let w2 = w.clone();
-        let t = std::thread::spawn(move || {
-            std::thread::sleep(std::time::Duration::from_millis(20));
-            w2.wake();
-        });
-        let t0 = std::time::Instant::now();
-        assert!(readable(w.fd(), 5_000));
-        assert!(t0.elapsed() < std::time::Duration::from_secs(2));
-        t.join().unwrap();
+        for w in kinds() {
+            let w = std::sync::Arc::new(w);
+            let w2 = w.clone();
+            let t = std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                w2.wake();
+            });
+            let t0 = std::time::Instant::now();
+            assert!(readable(w.fd(), 5_000));
+            assert!(t0.elapsed() < std::time::Duration::from_secs(2));
+            t.join().unwrap();
+        }
     }
 }

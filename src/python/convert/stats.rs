@@ -43,20 +43,27 @@ pub fn pcap_dict(py: Python<'_>, p: PcapCounters) -> PyResult<Bound<'_, PyDict>>
     Ok(d)
 }
 
-/// A capture's queue block (`on_queue_stats`).
-pub fn queue_dict<'py>(py: Python<'py>, q: &QueueStats) -> PyResult<Bound<'py, PyDict>> {
+/// The fields every bounded queue reports: policy, capacity, depth, blocking.
+fn buffer_dict<'py>(py: Python<'py>, q: &QueueStats) -> PyResult<Bound<'py, PyDict>> {
     let c = &q.counters;
     let d = PyDict::new(py);
     d.set_item("mode", q.mode.as_str())?;
     d.set_item("capacity", q.capacity)?;
     d.set_item("depth", c.depth)?;
     d.set_item("max_depth", c.max_depth)?;
+    d.set_item("blocked_events", c.blocked_events)?;
+    d.set_item("blocked_ns", c.blocked_ns)?;
+    Ok(d)
+}
+
+/// A capture's queue block (`on_queue_stats`).
+pub fn queue_dict<'py>(py: Python<'py>, q: &QueueStats) -> PyResult<Bound<'py, PyDict>> {
+    let c = &q.counters;
+    let d = buffer_dict(py, q)?;
     d.set_item("enqueued", c.enqueued)?;
     d.set_item("dropped", c.dropped)?;
     d.set_item("abandoned", c.abandoned)?;
     d.set_item("cancelled", c.cancelled)?;
-    d.set_item("blocked_events", c.blocked_events)?;
-    d.set_item("blocked_ns", c.blocked_ns)?;
     Ok(d)
 }
 
@@ -122,14 +129,7 @@ pub fn fan_out_dict<'py>(py: Python<'py>, s: &FanOutStats) -> PyResult<Bound<'py
         bd.set_item("dropped", c.dropped)?;
         bd.set_item("cancelled", c.cancelled)?;
         bd.set_item("abandoned", c.abandoned)?;
-        let buf = PyDict::new(py);
-        buf.set_item("mode", b.queue.mode.as_str())?;
-        buf.set_item("capacity", b.queue.capacity)?;
-        buf.set_item("depth", c.depth)?;
-        buf.set_item("max_depth", c.max_depth)?;
-        buf.set_item("blocked_events", c.blocked_events)?;
-        buf.set_item("blocked_ns", c.blocked_ns)?;
-        bd.set_item("buffer", buf)?;
+        bd.set_item("buffer", buffer_dict(py, &b.queue)?)?;
         bd.set_item("stop_reason", b.stop_reason)?;
         bd.set_item("error", error_obj(py, b.error.as_ref())?)?;
         branches.set_item(&b.name, bd)?;
