@@ -16,6 +16,7 @@ from ._options import (
     INT_MAX,
     MAX_LIMIT,
     MAX_SNAPLEN,
+    LiveOptions,
     check_bool,
     check_callable,
     check_choice,
@@ -72,7 +73,7 @@ def capture(
         raise ValueError("capture requires either device= or path=")
     if path is not None:
         path = fspath(path)
-        live = {"snaplen": 65535, "promisc": True, "timeout_ms": 10, "buffer_size": None, "immediate": None}
+        live: LiveOptions = {"snaplen": 65535, "promisc": True, "timeout_ms": 10, "buffer_size": None, "immediate": None}
         check_int("snaplen", snaplen, 1, MAX_SNAPLEN)
         check_int("timeout_ms", timeout_ms, 1, INT_MAX)
     else:
@@ -192,7 +193,7 @@ def fan_out(capture: Capture, branches: dict[str, dict[str, Any]]) -> FanOut:
         raise TypeError(f"branches must be a dict of name -> {{'mode': ..., 'cap': ...}}, not {branches!r}")
     if len(branches) < 2:
         raise ValueError("fan_out requires at least two branches")
-    specs = []
+    specs: list[tuple[str, str, int]] = []
     for name, cfg in branches.items():
         if not isinstance(name, str) or not name:
             raise TypeError(f"fan_out branch names must be non-empty strings, not {name!r}")

@@ -17,7 +17,7 @@ from typing import Any, Literal
 import pyarrow as pa
 
 from . import _paclo
-from ._options import live_source
+from ._options import LiveSource, live_source
 
 __all__ = ["flow_topn", "flows", "ip_to_str", "project", "read_batches"]
 
@@ -60,7 +60,7 @@ def _source(
     limit: Any,
     live: dict[str, Any],
     bounded: bool = True,
-) -> list[str] | dict[str, Any]:
+) -> list[str] | LiveSource:
     """What the native functions read: the paths ``source`` names, or the description of
     the live ``device`` (with its stop conditions and live options)."""
     unknown = sorted(set(live) - set(_LIVE_OPTIONS))
@@ -213,7 +213,7 @@ def read_batches(
     source = src[0] if isinstance(src, list) else src
     stream = _paclo.read_batches(source, batch_size=batch_size, filter=_check_filter(filter))
     # Iterating the native stream yields pyarrow batches; it checks for signals itself.
-    return stream  # type: ignore[return-value]
+    return stream
 
 
 def _to_fixed16(arr: pa.Array) -> pa.Array:

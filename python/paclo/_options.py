@@ -12,7 +12,7 @@ import os
 import sys
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal, TypedDict, overload
 
 from . import _paclo
 from .bpf import normalize_filter
@@ -20,6 +20,8 @@ from .bpf import normalize_filter
 __all__ = [
     "INT_MAX",
     "MAX_LIMIT",
+    "LiveOptions",
+    "LiveSource",
     "check_bool",
     "check_callable",
     "check_choice",
@@ -67,6 +69,30 @@ def check_limit(limit: object) -> None:
         raise ValueError(f"limit must be a non-negative integer up to {MAX_LIMIT} or None, not {limit}")
 
 
+class LiveOptions(TypedDict):
+    """The device options, validated, as the native module takes them."""
+
+    snaplen: int
+    promisc: bool
+    timeout_ms: int
+    buffer_size: int | None
+    immediate: bool | None
+
+
+class LiveSource(LiveOptions):
+    """A live device with its stop conditions, as the native consumers take it."""
+
+    device: str
+    limit: int | None
+    duration: float | None
+    idle_timeout: float | None
+    on_ready: Callable[..., Any] | None
+
+
+@overload
+def check_int(name: str, value: Any, lo: int, hi: int, *, optional: Literal[False] = False) -> int: ...
+@overload
+def check_int(name: str, value: Any, lo: int, hi: int, *, optional: bool) -> int | None: ...
 def check_int(name: str, value: Any, lo: int, hi: int, *, optional: bool = False) -> int | None:
     if value is None and optional:
         return None
@@ -78,6 +104,10 @@ def check_int(name: str, value: Any, lo: int, hi: int, *, optional: bool = False
     return value
 
 
+@overload
+def check_bool(name: str, value: Any, *, optional: Literal[False] = False) -> bool: ...
+@overload
+def check_bool(name: str, value: Any, *, optional: bool) -> bool | None: ...
 def check_bool(name: str, value: Any, *, optional: bool = False) -> bool | None:
     if value is None and optional:
         return None
@@ -97,7 +127,7 @@ def check_seconds(name: str, value: Any) -> float | None:
     return float(value)
 
 
-def check_callable(name: str, value: Any) -> Callable[..., Any] | None:
+def check_callable(name: str, value: object) -> Callable[..., Any] | None:
     if value is not None and not callable(value):
         raise TypeError(f"{name} must be None or a callable, not {value!r}")
     return value
@@ -134,7 +164,7 @@ def live_options(
     timeout_ms: Any,
     buffer_size: Any,
     immediate: Any,
-) -> dict[str, Any]:
+) -> LiveOptions:
     """The validated options of a live handle (immediate mode sizes its ring, and warns
     when the ring is too small)."""
     snaplen = check_int("snaplen", snaplen, 1, MAX_SNAPLEN)
@@ -144,7 +174,7 @@ def live_options(
     immediate = check_bool("immediate", immediate, optional=True)
     if immediate:
         # Immediate mode on Linux uses TPACKET_V2: one snaplen-sized slot per packet.
-        planned, slots = _paclo.immediate_plan(device, snaplen, buffer_size)  # type: ignore[arg-type]
+        planned, slots = _paclo.immediate_plan(device, snaplen, buffer_size)
         if buffer_size is None:
             buffer_size = planned
         if slots < MIN_IMMEDIATE_SLOTS:
@@ -177,7 +207,7 @@ def live_source(
     timeout_ms: Any = 10,
     buffer_size: Any = None,
     immediate: Any = None,
-) -> dict[str, Any]:
+) -> LiveSource:
     """The description of a live device the native consumers take: the device, its live
     options, the stop conditions and ``on_ready`` (called once the device is open and
     filtered, before the first packet is read)."""
@@ -187,7 +217,11 @@ def live_source(
     )
     return {
         "device": device,
-        **live,
+        "snaplen": live["snaplen"],
+        "promisc": live["promisc"],
+        "timeout_ms": live["timeout_ms"],
+        "buffer_size": live["buffer_size"],
+        "immediate": live["immediate"],
         "limit": check_int("limit", limit, 1, MAX_LIMIT, optional=True),
         "duration": check_seconds("duration", duration),
         "idle_timeout": check_seconds("idle_timeout", idle_timeout),
