@@ -131,7 +131,9 @@ fn ip(sa: *const libc::sockaddr) -> Option<IpAddr> {
         match i32::from((*sa).sa_family) {
             libc::AF_INET => {
                 let sin = &*(sa as *const libc::sockaddr_in);
-                Some(IpAddr::V4(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr))))
+                Some(IpAddr::V4(Ipv4Addr::from(u32::from_be(
+                    sin.sin_addr.s_addr,
+                ))))
             }
             libc::AF_INET6 => {
                 let sin6 = &*(sa as *const libc::sockaddr_in6);
