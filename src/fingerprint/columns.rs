@@ -107,18 +107,21 @@ impl FingerprintColumns {
     }
 }
 
-/// Fingerprint every packet of `source` into `cols`.
+/// Fingerprint every packet of the pass `lp` into `cols` (the shared loop,
+/// [`crate::flow::for_each_packet`], asking `stop` between chunks), then give the JA4SSH
+/// windows still open; `false` when `stop` ended the pass early.
 ///
 /// # Errors
 /// The source's read error; the rows before it are kept in `cols`.
-pub fn fingerprint_source(
-    source: &mut dyn crate::PacketSource,
+pub fn fingerprint_source<S: crate::PacketSource>(
+    lp: &mut crate::source::SourceLoop<S>,
+    stop: crate::flow::Stop<'_>,
     fp: &mut super::Fingerprinter,
     cols: &mut FingerprintColumns,
-) -> crate::Result<()> {
-    while let Some(pkt) = source.next_packet()? {
-        fp.process(&pkt, &mut |e: &Event| cols.push(e));
-    }
+) -> crate::Result<bool> {
+    let walk = crate::flow::for_each_packet(lp, stop, |pkt| {
+        fp.process(pkt, &mut |e: &Event| cols.push(e));
+    })?;
     fp.finish(&mut |e: &Event| cols.push(e));
-    Ok(())
+    Ok(walk == crate::flow::Walk::Done)
 }
