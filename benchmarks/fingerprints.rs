@@ -130,6 +130,22 @@ fn server_flight() -> Vec<u8> {
 
 const HTTP: &[u8] = b"GET /index.html HTTP/1.1\r\nHost: www.example.com\r\nUser-Agent: Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0\r\nAccept: text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8\r\nAccept-Language: en-US,en;q=0.5\r\nAccept-Encoding: gzip, deflate, br\r\nConnection: keep-alive\r\nReferer: https://www.example.com/\r\nCookie: session=abc123; theme=dark; _ga=GA1.2.3456; lang=en\r\nUpgrade-Insecure-Requests: 1\r\nSec-Fetch-Dest: document\r\nSec-Fetch-Mode: navigate\r\n\r\n";
 
+/// A DHCPDISCOVER with a client id, a requested address, a host name, a vendor class and a
+/// parameter request list.
+fn dhcp_discover() -> Vec<u8> {
+    frames::dhcp(&[
+        (53, &[1]),
+        (61, &[1, 0, 0x0c, 0x29, 0x3e, 0x53, 0xf7]),
+        (50, &[192, 168, 1, 10]),
+        (12, b"laptop"),
+        (60, b"MSFT 5.0"),
+        (
+            55,
+            &[1, 3, 6, 15, 31, 33, 43, 44, 46, 47, 119, 121, 249, 252],
+        ),
+    ])
+}
+
 fn dhcpv6_solicit() -> Vec<u8> {
     let opt = |c: u16, d: &[u8]| {
         [
@@ -162,17 +178,7 @@ struct Case {
 
 fn cases() -> Vec<Case> {
     let v6 = dhcpv6_solicit();
-    let dhcp = frames::dhcp(&[
-        (53, &[1]),
-        (61, &[1, 0, 0x0c, 0x29, 0x3e, 0x53, 0xf7]),
-        (50, &[192, 168, 1, 10]),
-        (12, b"laptop"),
-        (60, b"MSFT 5.0"),
-        (
-            55,
-            &[1, 3, 6, 15, 31, 33, 43, 44, 46, 47, 119, 121, 249, 252],
-        ),
-    ]);
+    let dhcp = dhcp_discover();
     let syn = seg(true, 0x02, 0, &LINUX_SYN_OPTIONS, &[]);
     vec![
         Case {
@@ -336,17 +342,7 @@ fn main() {
     let ch = frames::sample_client_hello();
     let sh = server_hello_record();
     let cert = certificate();
-    let dhcp = frames::dhcp(&[
-        (53, &[1]),
-        (61, &[1, 0, 0x0c, 0x29, 0x3e, 0x53, 0xf7]),
-        (50, &[192, 168, 1, 10]),
-        (12, b"laptop"),
-        (60, b"MSFT 5.0"),
-        (
-            55,
-            &[1, 3, 6, 15, 31, 33, 43, 44, 46, 47, 119, 121, 249, 252],
-        ),
-    ]);
+    let dhcp = dhcp_discover();
     let v6 = dhcpv6_solicit();
     let mut out = Output::new();
     let mut js = ja4::Scratch::new();

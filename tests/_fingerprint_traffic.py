@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import os
+import re
 import shutil
 import signal
 import socket
@@ -121,6 +122,16 @@ class Server:
         self.sock.close()
 
 
+def servers(dirpath: Path) -> tuple[Server, Server, Path]:
+    """A TLS server (a throwaway certificate, ALPN h2 and http/1.1), a plain HTTP server,
+    and the certificate's path."""
+    cert, key = self_signed(dirpath)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    ctx.set_alpn_protocols(["h2", "http/1.1"])
+    return Server(ctx), Server(None), cert
+
+
 @contextlib.contextmanager
 def tcpdump(path: Path, bpf: str) -> Iterator[None]:
     """Capture `bpf` on lo into `path` while the block runs."""
@@ -149,6 +160,10 @@ def tcpdump(path: Path, bpf: str) -> Iterator[None]:
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
+    # tcpdump's summary: every packet the kernel offered reached the file.
+    summary = p.stderr.read() if p.stderr is not None else ""
+    dropped = re.search(r"(\d+) packets? dropped by kernel", summary)
+    assert dropped is not None and dropped.group(1) == "0", f"tcpdump: {summary!r}"
 
 
 def tls_clients(port: int, cafile: Path) -> list[str]:
@@ -183,29 +198,31 @@ def tls_clients(port: int, cafile: Path) -> list[str]:
 
 
 def tool_clients(port: int) -> list[str]:
-    """curl and openssl s_client handshakes, when those tools are installed."""
+    """curl and openssl s_client handshakes (both tools are needed; .ci/run installs them)."""
     done = []
     curl = shutil.which("curl")
-    if curl:
-        for args in (["--tlsv1.2", "--tls-max", "1.2"], ["--tlsv1.3"], ["--tlsv1.2", "--no-alpn"]):
-            r = subprocess.run(
-                [curl, "-sk", "--http1.1", "--max-time", "5", *args, f"https://localhost:{port}/"],
-                capture_output=True,
-                timeout=10,
-            )
-            if r.returncode == 0:
-                done.append("curl " + " ".join(args))
+    assert curl, "curl is needed (installed by .ci/run)"
+    for args in (["--tlsv1.2", "--tls-max", "1.2"], ["--tlsv1.3"], ["--tlsv1.2", "--no-alpn"]):
+        r = subprocess.run(
+            [curl, "-sk", "--http1.1", "--max-time", "5", *args, f"https://localhost:{port}/"],
+            capture_output=True,
+            timeout=10,
+        )
+        if r.returncode == 0:
+            done.append("curl " + " ".join(args))
     openssl = shutil.which("openssl")
-    if openssl:
-        for args in (["-tls1_2", "-servername", "s.test", "-alpn", "http/1.1"], ["-tls1_3", "-noservername"]):
-            r = subprocess.run(
-                [openssl, "s_client", "-connect", f"127.0.0.1:{port}", *args],
-                input=b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
-                capture_output=True,
-                timeout=10,
-            )
-            if r.returncode == 0:
-                done.append("openssl " + " ".join(args))
+    assert openssl, "openssl is needed (installed by .ci/run)"
+    for args in (["-tls1_2", "-servername", "s.test", "-alpn", "http/1.1"], ["-tls1_3", "-noservername"]):
+        r = subprocess.run(
+            [openssl, "s_client", "-connect", f"127.0.0.1:{port}", *args],
+            input=b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+            capture_output=True,
+            timeout=10,
+        )
+        # The server closes without close_notify, which s_client reports as an error
+        # after the handshake: the handshake summary is what counts.
+        if b"SSL handshake has read" in r.stdout:
+            done.append("openssl " + " ".join(args))
     return done
 
 
@@ -230,24 +247,23 @@ def http_clients(port: int) -> int:
                 if s.recv(256):
                     n += 1
     curl = shutil.which("curl")
-    if curl:
-        r = subprocess.run(
-            [curl, "-s", "--max-time", "5", "-H", "Accept-Language: de-DE", "-b", "k=v", f"http://127.0.0.1:{port}/c"],
-            capture_output=True,
-            timeout=10,
-        )
-        n += r.returncode == 0
+    assert curl, "curl is needed (installed by .ci/run)"
+    r = subprocess.run(
+        [curl, "-s", "--max-time", "5", "-H", "Accept-Language: de-DE", "-b", "k=v", f"http://127.0.0.1:{port}/c"],
+        capture_output=True,
+        timeout=10,
+    )
+    n += r.returncode == 0
     return n
 
 
 @contextlib.contextmanager
-def sshd(dirpath: Path) -> Iterator[int | None]:
-    """A throwaway sshd on 127.0.0.1 (an ephemeral port, a new host key); None when no sshd
-    is installed."""
+def sshd(dirpath: Path) -> Iterator[int]:
+    """A throwaway sshd on 127.0.0.1 (an ephemeral port, a new host key). sshd, ssh and
+    ssh-keygen are needed (.ci/run installs openssh-server and openssh-client)."""
     exe = shutil.which("sshd") or ("/usr/sbin/sshd" if os.path.exists("/usr/sbin/sshd") else None)
-    if exe is None or shutil.which("ssh-keygen") is None:
-        yield None
-        return
+    assert exe, "sshd is needed (openssh-server, installed by .ci/run)"
+    assert shutil.which("ssh-keygen") and shutil.which("ssh"), "ssh and ssh-keygen are needed (openssh-client)"
     key = dirpath / "host_ed25519"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True, timeout=30)
     with socket.socket() as s:
@@ -265,6 +281,11 @@ def sshd(dirpath: Path) -> Iterator[int | None]:
         while time.monotonic() < deadline:
             with socket.socket() as s:
                 if s.connect_ex(("127.0.0.1", port)) == 0:
+                    # Wait for the banner, so this probe's packets are over before any
+                    # capture of the sessions starts.
+                    s.settimeout(5)
+                    with contextlib.suppress(OSError):
+                        s.recv(256)
                     break
             time.sleep(0.05)
         yield port

@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 
 from . import _paclo
-from ._flows import _check_filter, _paths
+from ._flows import _check_filter, _source
 
 __all__ = ["FINGERPRINT_METHODS", "JA4_PLUS_METHODS", "fingerprints"]
 
@@ -50,21 +50,24 @@ def fingerprints(
     device: str | None = None,
     methods: str | Iterable[str] = "ja4",
     filter: str | None = None,
+    duration: float | None = None,
+    limit: int | None = None,
+    **live: Any,
 ) -> pa.Table:
     """Fingerprint the packets of ``source``: one row per fingerprint.
 
     ``source`` is a path, a list of paths (read in order, one state machine across them)
-    or an open Reader. ``methods`` names the methods: ``"ja4"`` (the default, BSD-3-Clause),
-    a list such as ``["ja4", "ja4s", "ja4t"]``, or ``"all"``; the JA4+ methods are under
-    the FoxIO License 1.1 (non-commercial use). Columns: ``ts_ns``, ``method``, ``value``,
-    ``raw`` (the unhashed form, null for methods without one), ``ip_version``,
-    ``protocol``, ``src_ip``, ``dst_ip`` (16 bytes, IPv4-mapped), ``src_port``,
-    ``dst_port``: the packet that completed the fingerprint.
+    or an open Reader. ``device=`` captures live instead, until ``duration`` seconds or
+    ``limit`` packets, with the live options of :func:`paclo.capture` (``snaplen``,
+    ``promisc``, ``timeout_ms``, ``buffer_size``, ``immediate``, ``on_ready``).
+    ``methods`` names the methods: ``"ja4"`` (the default, BSD-3-Clause), a list such as
+    ``["ja4", "ja4s", "ja4t"]``, or ``"all"``; the JA4+ methods are under the FoxIO
+    License 1.1 (non-commercial use). Columns: ``ts_ns``, ``method``, ``value``, ``raw``
+    (the unhashed form, null for methods without one), ``ip_version``, ``protocol``,
+    ``src_ip``, ``dst_ip`` (16 bytes, IPv4-mapped), ``src_port``, ``dst_port``: the
+    packet that completed the fingerprint.
     """
     names = _methods(methods)
-    if device is not None:
-        raise ValueError("device: fingerprints read capture files; pass source=path")
-    if source is None:
-        raise ValueError("source must name a capture file")
-    stream = _paclo.fingerprint_table(_paths(source), methods=names, filter=_check_filter(filter))
+    src = _source("fingerprints", source, device, duration=duration, limit=limit, live=live)
+    stream = _paclo.fingerprint_table(src, methods=names, filter=_check_filter(filter))
     return pa.table(stream)

@@ -9,8 +9,13 @@ use arrow_array::builder::{
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
-use super::Event;
+use std::path::PathBuf;
+
+use super::{Config, Event, Fingerprinter};
 use crate::flow::columns::{addr_type, ADDR_LEN};
+use crate::flow::{Stop, Walk};
+use crate::source::SourceLoop;
+use crate::Error;
 
 /// The schema of `fingerprints` tables.
 pub fn schema() -> SchemaRef {
@@ -107,18 +112,60 @@ impl FingerprintColumns {
     }
 }
 
-/// Fingerprint every packet of `source` into `cols`.
+/// Fingerprint every packet of the pass `lp` into `cols` (the shared loop,
+/// [`crate::flow::for_each_packet`], asking `stop` between chunks), then give the JA4SSH
+/// windows still open; `false` when `stop` ended the pass early.
 ///
 /// # Errors
 /// The source's read error; the rows before it are kept in `cols`.
-pub fn fingerprint_source(
-    source: &mut dyn crate::PacketSource,
-    fp: &mut super::Fingerprinter,
+pub fn fingerprint_source<S: crate::PacketSource>(
+    lp: &mut SourceLoop<S>,
+    stop: Stop<'_>,
+    fp: &mut Fingerprinter,
     cols: &mut FingerprintColumns,
-) -> crate::Result<()> {
-    while let Some(pkt) = source.next_packet()? {
-        fp.process(&pkt, &mut |e: &Event| cols.push(e));
+) -> crate::Result<bool> {
+    let walk = process_source(lp, stop, fp, cols)?;
+    fp.finish(&mut |e: &Event| cols.push(e));
+    Ok(walk == Walk::Done)
+}
+
+/// Fingerprint every packet of the pass `lp` into `cols`, leaving the connections open
+/// (the next pass continues them; [`Fingerprinter::finish`] ends them).
+///
+/// # Errors
+/// As [`fingerprint_source`].
+pub fn process_source<S: crate::PacketSource>(
+    lp: &mut SourceLoop<S>,
+    stop: Stop<'_>,
+    fp: &mut Fingerprinter,
+    cols: &mut FingerprintColumns,
+) -> crate::Result<Walk> {
+    crate::flow::for_each_packet(lp, stop, |pkt| {
+        fp.process(pkt, &mut |e: &Event| cols.push(e));
+    })
+}
+
+/// Fingerprint the files at `paths`, read in order through one state machine, as one
+/// batch, with the first truncation warning met; `None` if `stop` ended the walk early.
+///
+/// # Errors
+/// The first file that fails to open or read, or a filter that does not compile.
+pub fn fingerprint_files(
+    paths: &[PathBuf],
+    filter: Option<&str>,
+    config: Config,
+    stop: Stop<'_>,
+) -> crate::Result<Option<(RecordBatch, Option<Error>)>> {
+    let mut fp = Fingerprinter::new(config);
+    let mut cols = FingerprintColumns::default();
+    let mut warn = None;
+    for p in paths {
+        let mut lp = crate::flow::open_file(p, filter)?;
+        if process_source(&mut lp, stop, &mut fp, &mut cols)? == Walk::Stopped {
+            return Ok(None);
+        }
+        warn = warn.or(lp.take_truncation());
     }
     fp.finish(&mut |e: &Event| cols.push(e));
-    Ok(())
+    Ok(Some((cols.finish(), warn)))
 }

@@ -119,6 +119,17 @@ pub struct Counters {
     pub unparsed: u64,
 }
 
+impl Counters {
+    /// Count a stream that could not go on: a sequence gap, or a full buffer.
+    fn stream_ended(&mut self, gap: bool) {
+        if gap {
+            self.stream_gaps += 1;
+        } else {
+            self.stream_overflows += 1;
+        }
+    }
+}
+
 /// One end of a packet: an address (IPv4 as IPv4-mapped IPv6) and a port (0 without one).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Endpoint {
@@ -890,11 +901,7 @@ impl Fingerprinter {
                         TlsStep::Done
                     ),
                     Err(gap) => {
-                        if gap {
-                            self.counters.stream_gaps += 1;
-                        } else {
-                            self.counters.stream_overflows += 1;
-                        }
+                        self.counters.stream_ended(gap);
                         true
                     }
                 };
@@ -1011,11 +1018,7 @@ impl Fingerprinter {
                     }
                 }
                 Err(gap) => {
-                    if gap {
-                        self.counters.stream_gaps += 1;
-                    } else {
-                        self.counters.stream_overflows += 1;
-                    }
+                    self.counters.stream_ended(gap);
                     true
                 }
             };

@@ -857,10 +857,12 @@ mod engine_tests {
             w.write_packet(ts, &data, data.len() as u32).unwrap();
         }
         w.finish().unwrap();
-        let mut r = crate::pcap::FileReader::open(&path).unwrap();
+        let r = crate::pcap::FileReader::open(&path).unwrap();
+        let mut lp =
+            crate::source::SourceLoop::new(r, None, crate::source::Limits::default()).unwrap();
         let mut fp = Fingerprinter::new(Config::default());
         let mut cols = FingerprintColumns::default();
-        fingerprint_source(&mut r, &mut fp, &mut cols).unwrap();
+        assert!(fingerprint_source(&mut lp, &crate::flow::never, &mut fp, &mut cols).unwrap());
         let b = cols.finish();
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(b.num_rows(), 10);

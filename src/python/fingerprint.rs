@@ -1,16 +1,16 @@
-//! JA4-family fingerprints of capture files as an Arrow table.
-
-use std::path::PathBuf;
+//! JA4-family fingerprints of capture files or a live device as an Arrow table.
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use super::flow::{interruptible, make_filter, nonempty, ArrowStream};
-use crate::fingerprint::columns::{self, FingerprintColumns};
+use super::convert::options::SourceArg;
+use super::error::warn_truncated;
+use super::gil::interruptible;
+use super::interop::ArrowStream;
+use crate::fingerprint::columns::{
+    self, fingerprint_files, fingerprint_source, FingerprintColumns,
+};
 use crate::fingerprint::{Config, Fingerprinter, Method, Methods};
-use crate::flow::CHUNK_RECORDS;
-use crate::pcap::FileReader;
-use crate::source::PacketSource;
 
 /// The method set for the names given; a `ValueError` naming the allowed names otherwise.
 fn parse_methods(names: &[String]) -> PyResult<Methods> {
@@ -32,50 +32,48 @@ fn parse_methods(names: &[String]) -> PyResult<Methods> {
 
 /// The names of every method, in table order.
 #[pyfunction]
-fn fingerprint_methods() -> Vec<&'static str> {
+pub fn fingerprint_methods() -> Vec<&'static str> {
     Method::ALL.iter().map(|m| m.name()).collect()
 }
 
-/// Fingerprint the packets of `paths` (read in order, one state machine across them):
-/// an Arrow stream of one batch, one row per fingerprint.
+/// Fingerprint the packets of `source` (paths read in order through one state machine, or
+/// a live device): an Arrow stream of one batch, one row per fingerprint.
 #[pyfunction]
-#[pyo3(signature = (paths, *, methods, filter = None))]
-fn fingerprint_table(
+#[pyo3(signature = (source, *, methods, filter = None))]
+pub fn fingerprint_table(
     py: Python<'_>,
-    paths: Vec<PathBuf>,
+    source: SourceArg,
     methods: Vec<String>,
     filter: Option<String>,
 ) -> PyResult<ArrowStream> {
-    let methods = parse_methods(&methods)?;
-    let paths = nonempty(paths)?;
-    let batch = interruptible(py, false, |stop| {
-        let mut fp = Fingerprinter::new(Config {
-            methods,
-            ..Config::default()
-        });
-        let mut cols = FingerprintColumns::default();
-        for path in &paths {
-            let mut r = FileReader::open(path)?;
-            let mut keep = make_filter(filter.as_deref(), &r)?;
-            let mut n = 0u32;
-            while let Some(pkt) = r.next_packet()? {
-                if keep.keep(&pkt)? {
-                    fp.process(&pkt, &mut |e| cols.push(e));
-                }
-                n = n.wrapping_add(1);
-                if n % CHUNK_RECORDS == 0 && stop() {
-                    return Ok(None);
-                }
+    let config = Config {
+        methods: parse_methods(&methods)?,
+        ..Config::default()
+    };
+    let filter = filter.as_deref();
+    let (batch, truncation) = match source {
+        SourceArg::Files(paths) => {
+            if paths.is_empty() {
+                return Err(PyValueError::new_err(
+                    "source must name at least one capture file",
+                ));
             }
+            interruptible(py, false, |stop| {
+                fingerprint_files(&paths, filter, config, stop)
+            })?
         }
-        fp.finish(&mut |e| cols.push(e));
-        Ok(Some(cols.finish()))
-    })?;
+        SourceArg::Device(live) => {
+            let mut lp = live.open(py, filter)?;
+            interruptible(py, false, |stop| {
+                let mut fp = Fingerprinter::new(config);
+                let mut cols = FingerprintColumns::default();
+                Ok(fingerprint_source(&mut lp, stop, &mut fp, &mut cols)?
+                    .then(|| (cols.finish(), None)))
+            })?
+        }
+    };
+    if let Some(e) = truncation {
+        warn_truncated(py, &e, "every complete packet before it was used", 2)?;
+    }
     Ok(ArrowStream::from_batches(columns::schema(), vec![batch]))
-}
-
-pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(fingerprint_table, m)?)?;
-    m.add_function(wrap_pyfunction!(fingerprint_methods, m)?)?;
-    Ok(())
 }
