@@ -8,6 +8,7 @@ mod common;
 mod decode;
 mod error;
 mod flow;
+mod generator;
 mod perf;
 mod reader;
 
@@ -21,5 +22,6 @@ fn _paclo(m: &Bound<'_, PyModule>) -> PyResult<()> {
     flow::register(m)?;
     capture::register(m)?;
     perf::register(m)?;
+    generator::register(m)?;
     Ok(())
 }
