@@ -209,9 +209,14 @@ fn due_before(ns: u64, rate: u64) -> u64 {
     (u128::from(ns) * u128::from(rate)).div_ceil(1_000_000_000) as u64
 }
 
-/// Nanoseconds from the start at which datagram `i` is due at `rate` per second.
+/// Datagrams due at or before `ns` after the start at `rate` per second: `floor(ns * rate / 1e9) + 1`.
+fn due_by(ns: u64, rate: u64) -> u64 {
+    (u128::from(ns) * u128::from(rate) / 1_000_000_000) as u64 + 1
+}
+
+/// The first nanosecond after the start at which datagram `i` is due at `rate` per second.
 fn due_at(i: u64, rate: u64) -> u64 {
-    (u128::from(i) * 1_000_000_000 / u128::from(rate)) as u64
+    (u128::from(i) * 1_000_000_000).div_ceil(u128::from(rate)) as u64
 }
 
 /// What one sender did.
@@ -283,11 +288,15 @@ pub struct Report {
 }
 
 impl Report {
-    /// Datagrams per second over the send window: `(sent - 1) / window`.
+    /// Datagrams per second over the send window (first to last accepted datagram of any
+    /// sender): `(sent - k) / window` with `k` senders that sent, since each sender paced at
+    /// rate `r_i` spends `(n_i - 1) / r_i` on its own `n_i` datagrams. Perfect pacing gives
+    /// exactly the target.
     pub fn realized_pps(&self) -> Option<f64> {
         let first = self.senders.iter().filter_map(|s| s.first_ns).min()?;
         let last = self.senders.iter().filter_map(|s| s.last_ns).max()?;
-        window_rate(self.sent, first, last)
+        let active = self.senders.iter().filter(|s| s.sent > 0).count() as u64;
+        window_rate(self.sent - (active - 1), first, last)
     }
 }
 
@@ -507,17 +516,25 @@ impl Sender<'_> {
         let allocs_before = crate::alloc::thread_counts();
         let mut i = 0u64;
         let mut busy_retries = 0u32;
+        // sendmmsg reports an error only when the first datagram of a call fails: a short
+        // count means the next one failed and its error is gone. The next calls then send one
+        // datagram each, so a persistent error (a refusal) surfaces.
+        let mut singles = 0u32;
         while i < total && !stop.load(Ordering::Relaxed) {
             let now = start.elapsed().as_nanos() as u64;
             if self.deadline_ns.is_some_and(|d| now >= d) {
                 break;
             }
-            let due = (due_before(now, self.rate) + 1).min(total);
+            let due = due_by(now, self.rate).min(total);
             if due <= i {
                 self.wait_until(start, due_at(i, self.rate));
                 continue;
             }
-            let want = (due - i).min(self.batch as u64) as usize;
+            let mut want = (due - i).min(self.batch as u64) as usize;
+            if singles > 0 {
+                singles -= 1;
+                want = 1;
+            }
             // SAFETY: `msgs[..want]` are initialised headers whose iovecs point into
             // `payload`, which outlives the call; the kernel only reads them (and writes
             // each `msg_len`). The socket is connected, so no address is given.
@@ -529,6 +546,9 @@ impl Sender<'_> {
                 report.calls += 1;
                 i += rc as u64;
                 busy_retries = 0;
+                if (rc as usize) < want {
+                    singles = 2;
+                }
                 continue;
             }
             let err = io::Error::last_os_error();
@@ -622,11 +642,19 @@ mod tests {
     fn due_times_are_absolute() {
         assert_eq!(due_at(0, 1000), 0);
         assert_eq!(due_at(3, 1000), 3_000_000);
-        assert_eq!(due_at(1, 3), 333_333_333);
+        assert_eq!(due_at(1, 3), 333_333_334);
         // datagrams due strictly before 2 s at 10k pps: 0..19_999
         assert_eq!(due_before(2_000_000_000, 10_000), 20_000);
         assert_eq!(due_before(1, 10_000), 1);
         assert_eq!(due_before(0, 10_000), 0);
+        // due at or before: datagram 0 at once, datagram 1 only from 100 us on
+        assert_eq!(due_by(0, 10_000), 1);
+        assert_eq!(due_by(99_999, 10_000), 1);
+        assert_eq!(due_by(100_000, 10_000), 2);
+        for i in [1u64, 7, 333, 10_001] {
+            assert_eq!(due_by(due_at(i, 3), 3), i + 1);
+            assert_eq!(due_by(due_at(i, 3) - 1, 3), i);
+        }
     }
 
     #[test]
@@ -637,6 +665,27 @@ mod tests {
         );
         assert_eq!(window_rate(1, 0, 10), None);
         assert_eq!(window_rate(5, 10, 10), None);
+    }
+
+    #[test]
+    fn realized_rate_over_several_senders() {
+        let sender = |n: u64, last: u64| SenderReport {
+            sent: n,
+            first_ns: Some(0),
+            last_ns: Some(last),
+            ..SenderReport::default()
+        };
+        // two senders of 500 datagrams at 25k pps each: 499 intervals of 40 us
+        let report = Report {
+            sent: 1000,
+            senders: vec![sender(500, 19_960_000), sender(500, 19_960_000)],
+            elapsed_ns: 20_000_000,
+            window_ns: Some(19_960_000),
+            retries: 0,
+            stop: StopReason::Count,
+            payload_len: 36,
+        };
+        assert!((report.realized_pps().unwrap() - 50_000.0).abs() < 1e-6);
     }
 
     #[test]
@@ -742,15 +791,17 @@ mod tests {
     #[test]
     fn refused_send_is_an_error() {
         // Bind then drop: the port is (almost surely) unbound now, so lo answers with ICMP
-        // port-unreachable and the connected socket's next send fails with ECONNREFUSED.
+        // port-unreachable and the connected socket's next send fails with ECONNREFUSED,
+        // also when the sender is behind and sends full batches (batch 64 at 10M pps).
         let addr = {
             let (s, addr) = sink();
             drop(s);
             addr
         };
         let cfg = Config {
-            packets: Some(1000),
-            ..Config::new(addr, 100_000)
+            packets: Some(1_000_000),
+            duration: Some(Duration::from_secs(5)),
+            ..Config::new(addr, 10_000_000)
         };
         match run(&cfg, &mut || false) {
             Err(GeneratorError::Send { source, .. }) => {
