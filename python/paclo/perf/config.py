@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import live as _live
+
 CASES = ("udp-64", "tcp-512", "mixed")
 
 
@@ -32,7 +34,7 @@ PROFILES = {
         5,
         (1_000_000,),
         60_000,
-        ("live-sync-raw", "live-dropping-raw", "live-sync-full", "live-dropping-full"),
+        ("live-sync-raw", "live-dropping-raw", "live-sync-full", "live-dropping-full", "peer-c-libpcap-live-immediate"),
     ),
 }
 
@@ -69,20 +71,8 @@ SCAPY_MAX_PACKETS = 20_000
 # A worker still running after this long is killed and fails the run (the Clojure runner's cap).
 WORKER_TIMEOUT_S = 3600.0
 
-LIVE_SCENARIOS = (
-    "live-raw",
-    "live-raw-buffered",
-    "live-raw-immediate",
-    "live-managed-raw",
-    "live-full",
-    "live-sync-raw",
-    "live-dropping-raw",
-    "live-sync-full",
-    "live-managed-full",
-    "live-managed-fanout-dual",
-    "live-managed-fanout-slow-dropping",
-    "live-dropping-full",
-)
+# Live scenarios, in the order they run (their matrix is in `live.SCENARIOS`).
+LIVE_SCENARIOS = tuple(_live.SCENARIOS)
 
 
 def dataset_name(profile: str, case: str, packets_override: int | None = None) -> str:
