@@ -10,7 +10,8 @@ so that machine load hits both alike; the figures are medians with min-max.
     python benchmarks/live_generator.py --repeats 5 --senders 1,2
 
 Options: --repeats N (5), --duration-ms MS (1000), --senders LIST (1,2), --rate PPS
-(10,000,000), --batch N (64), --capture (also capture the port with plain libpcap in C while
+(10,000,000), --batch N (64), --sink hold|drain (hold: the 16 MiB buffer is never read; drain:
+a thread reads and discards), --capture (also capture the port with plain libpcap in C while
 sending, as a live run does), --output DIR (target/perf-generator: the compiled C tools).
 """
 
@@ -81,16 +82,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--senders", default="1,2")
     parser.add_argument("--rate", type=int, default=10_000_000)
     parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--sink", choices=("hold", "drain"), default="hold")
     parser.add_argument("--capture", action="store_true")
     parser.add_argument("--output", default="target/perf-generator")
     args = parser.parse_args(argv)
     sender = peers.compile_c_sender(Path(args.output))
     capture_bin = peers.compile_c_live_peer(Path(args.output)) if args.capture else None
     port = _free_port()
-    print(f"load average before: {os.getloadavg()[0]:.2f}; sink on 127.0.0.1:{port}; "
+    print(f"load average before: {os.getloadavg()[0]:.2f}; {args.sink} sink on 127.0.0.1:{port}; "
           f"{'with' if args.capture else 'without'} a capture", file=sys.stderr)
     rows = []
-    with Sink(port):
+    with Sink(port, mode=args.sink):
         for senders in (int(s) for s in args.senders.split(",")):
             got: dict[str, list[float]] = {"paclo": [], "c": []}
             for _ in range(args.repeats):

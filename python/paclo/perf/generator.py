@@ -42,6 +42,7 @@ from .options import (
     parse_int,
     parse_non_negative,
     parse_positive,
+    tokens,
 )
 
 USAGE = """\
@@ -67,27 +68,9 @@ def send(host: str, port: int, rate: int, frame_size: int = 64, senders: int = 1
 
 def parse(argv: list[str]) -> dict[str, Any] | None:
     """Validated options for `send` (plus `wait_go`); None for --help; UsageError otherwise."""
-    raw: dict[str, str] = {}
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        if arg in ("-h", "--help"):
-            return None
-        if arg == "--wait-go":
-            raw[arg] = ""
-            i += 1
-            continue
-        name, eq, inline = arg.partition("=")
-        if name not in _VALUE_FLAGS:
-            raise UsageError(f"unknown or incomplete argument: {arg}", EXIT_USAGE)
-        if eq:
-            raw[name] = inline
-            i += 1
-        elif i + 1 < len(argv):
-            raw[name] = argv[i + 1]
-            i += 2
-        else:
-            raise UsageError(f"unknown or incomplete argument: {arg} needs a value", EXIT_USAGE)
+    raw = tokens(argv, _VALUE_FLAGS, {"--wait-go"})
+    if "--help" in raw:
+        return None
     if not raw.get("--host"):
         raise UsageError("host is required", EXIT_VALUE)
     if "--packets" not in raw and "--duration-ms" not in raw:

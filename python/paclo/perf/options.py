@@ -120,8 +120,9 @@ def parse_cpus(name: str, text: str) -> list[int]:
     return cpus
 
 
-def _tokens(argv: list[str]) -> dict[str, str]:
-    """Split argv into {flag: value}; reject unknown flags and missing values."""
+def tokens(argv: list[str], value_flags: set[str], bool_flags: set[str]) -> dict[str, str]:
+    """Split argv into {flag: value} (`--help` for -h/--help, "true" for a boolean flag);
+    reject unknown flags and missing values (UsageError, exit 1)."""
     raw: dict[str, str] = {}
     i = 0
     while i < len(argv):
@@ -131,10 +132,10 @@ def _tokens(argv: list[str]) -> dict[str, str]:
             i += 1
             continue
         name, eq, inline = arg.partition("=")
-        if name in _BOOL_FLAGS and not eq:
+        if name in bool_flags and not eq:
             raw[name] = "true"
             i += 1
-        elif name in _VALUE_FLAGS:
+        elif name in value_flags:
             if eq:
                 raw[name] = inline
                 i += 1
@@ -261,7 +262,7 @@ def _external_options(opts: Options, raw: dict[str, str]) -> None:
 
 def parse_args(argv: list[str]) -> Options | None:
     """Parse and validate argv. Returns None for --help; raises UsageError otherwise."""
-    raw = _tokens(argv)
+    raw = tokens(argv, _VALUE_FLAGS, _BOOL_FLAGS)
     if "--help" in raw:
         return None
     opts = Options(argv=list(argv))
