@@ -192,5 +192,12 @@ def test_wait_go_sends_only_after_the_line():
         out, err = proc.communicate("go\n", timeout=30)
         assert proc.returncode == 0, err
         assert json.loads(out)["sent"] == 20 and sink.arrived() == 20
+        # the parent went away without a go: nothing is sent
+        proc = subprocess.Popen([*GEN, "--host", "127.0.0.1", "--port", str(sink.port), "--packets", "20",
+                                 "--rate", "10000", "--wait-go"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        out, err = proc.communicate("", timeout=30)
+        assert proc.returncode == 5 and "stdin closed before go" in err
+        assert out.strip() == "ready" and sink.arrived() == 0
     finally:
         sink.close()

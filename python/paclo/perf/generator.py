@@ -23,7 +23,7 @@ unknown host, a refused or failed send: a datagram to a port nobody listens on d
 ICMP port-unreachable and the next send fails with ECONNREFUSED).
 
 `--wait-go` (used by the live runner): resolve the host, print `ready` on stdout, wait for
-one line on stdin, then send.
+the line `go` on stdin, then send (stdin closed without it: exit 5, nothing sent).
 """
 
 from __future__ import annotations
@@ -121,7 +121,9 @@ def main(argv: list[str] | None = None) -> int:
             raise OSError(f"cannot resolve host {opts['host']!r}: {exc.strerror}") from None
         if wait_go:
             print("ready", flush=True)
-            sys.stdin.readline()
+            if sys.stdin.readline().strip() != "go":
+                print("paclo perf generator: error: stdin closed before go; nothing sent", file=sys.stderr)
+                return EXIT_FAILED
         report = send(**opts)
     except KeyboardInterrupt:
         print("paclo perf generator: interrupted", file=sys.stderr)
