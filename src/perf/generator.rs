@@ -23,6 +23,8 @@ use std::sync::{Barrier, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::flow::Stop;
+
 /// Most datagrams one `sendmmsg` call may carry (the kernel's `UIO_MAXIOV`).
 pub const MAX_BATCH: usize = 1024;
 /// Bytes of the IPv4 and UDP headers: a frame of `n` bytes carries `n - 28` bytes of payload.
@@ -312,7 +314,7 @@ pub fn window_rate(count: u64, first_ns: u64, last_ns: u64) -> Option<f64> {
 
 /// Run the generator. `interrupted` is called every 20 ms by the calling thread while the
 /// senders run; returning true stops them and yields [`GeneratorError::Interrupted`].
-pub fn run(cfg: &Config, interrupted: &mut dyn FnMut() -> bool) -> Result<Report, GeneratorError> {
+pub fn run(cfg: &Config, interrupted: Stop<'_>) -> Result<Report, GeneratorError> {
     cfg.validate()?;
     let n = cfg.senders;
     let shares: Vec<Option<u64>> = match cfg.packets {
@@ -747,7 +749,7 @@ mod tests {
             frame_size: 100,
             ..Config::new(addr, 10_000)
         };
-        let report = run(&cfg, &mut || false).unwrap();
+        let report = run(&cfg, &|| false).unwrap();
         assert_eq!(report.sent, 10);
         let per: Vec<u64> = report.senders.iter().map(|r| r.sent).collect();
         assert_eq!(per, vec![4, 3, 3]);
@@ -769,7 +771,7 @@ mod tests {
             packets: Some(5),
             ..Config::new(addr, 1000)
         };
-        assert_eq!(run(&cfg, &mut || false).unwrap().sent, 5);
+        assert_eq!(run(&cfg, &|| false).unwrap().sent, 5);
         assert_eq!(drain(&s).0, 5);
     }
 
@@ -781,7 +783,7 @@ mod tests {
             senders: 2,
             ..Config::new(addr, 1_000)
         };
-        let report = run(&cfg, &mut || false).unwrap();
+        let report = run(&cfg, &|| false).unwrap();
         // 1000 pps for 0.2 s: exactly 200 datagrams are due before the deadline.
         assert_eq!(report.sent, 200);
         assert_eq!(report.stop, StopReason::Deadline);
@@ -803,7 +805,7 @@ mod tests {
             duration: Some(Duration::from_secs(5)),
             ..Config::new(addr, 10_000_000)
         };
-        match run(&cfg, &mut || false) {
+        match run(&cfg, &|| false) {
             Err(GeneratorError::Send { source, .. }) => {
                 assert_eq!(source.raw_os_error(), Some(libc::ECONNREFUSED))
             }
@@ -819,11 +821,8 @@ mod tests {
             ..Config::new(addr, 1_000)
         };
         let t0 = Instant::now();
-        let mut calls = 0;
-        let r = run(&cfg, &mut || {
-            calls += 1;
-            calls > 2
-        });
+        let calls = std::sync::atomic::AtomicU32::new(0);
+        let r = run(&cfg, &|| calls.fetch_add(1, Ordering::Relaxed) >= 2);
         assert!(matches!(r, Err(GeneratorError::Interrupted)), "{r:?}");
         assert!(t0.elapsed() < Duration::from_secs(5));
     }
@@ -846,7 +845,7 @@ mod tests {
             cpus: vec![100_000],
             ..Config::new(addr, 1000)
         };
-        let e = run(&cfg, &mut || false).unwrap_err();
+        let e = run(&cfg, &|| false).unwrap_err();
         assert!(e.to_string().contains("cpu 100000"), "{e}");
     }
 
@@ -860,7 +859,7 @@ mod tests {
             batch: 8,
             ..Config::new(addr, 1_000_000)
         };
-        let report = run(&cfg, &mut || false).unwrap();
+        let report = run(&cfg, &|| false).unwrap();
         assert_eq!(report.sent, 20_000);
         for r in &report.senders {
             assert!(r.calls > 0);

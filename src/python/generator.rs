@@ -6,6 +6,7 @@ use pyo3::exceptions::{PyKeyboardInterrupt, PyOSError, PyRuntimeError, PyValueEr
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
+use super::gil;
 use crate::perf::generator::{self, Config, GeneratorError, Report};
 
 fn to_py(err: GeneratorError) -> PyErr {
@@ -76,7 +77,7 @@ fn report_dict<'py>(py: Python<'py>, cfg: &Config, r: &Report) -> PyResult<Bound
 #[pyo3(signature = (host, port, rate, *, packets=None, duration_ms=None, frame_size=64,
                     senders=1, batch=64, start_delay_ms=0, cpus=None))]
 #[allow(clippy::too_many_arguments)]
-fn udp_generate<'py>(
+pub fn udp_generate<'py>(
     py: Python<'py>,
     host: &str,
     port: u16,
@@ -102,22 +103,11 @@ fn udp_generate<'py>(
         cpus: cpus.unwrap_or_default(),
         ..Config::new(dest, rate)
     };
-    let mut raised: Option<PyErr> = None;
-    let result = py.detach(|| {
-        generator::run(&cfg, &mut || {
-            Python::attach(|py| py.check_signals())
-                .map_err(|e| raised = Some(e))
-                .is_err()
-        })
-    });
-    match (result, raised) {
-        (Ok(report), _) => report_dict(py, &cfg, &report),
-        (Err(GeneratorError::Interrupted), Some(e)) => Err(e),
-        (Err(e), _) => Err(to_py(e)),
-    }
-}
-
-pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(udp_generate, m)?)?;
-    Ok(())
+    // Ctrl-C: the calling thread checks for signals while the senders run; an exception
+    // from a handler stops them and is raised here.
+    let result = gil::interruptible(py, false, |stop| match generator::run(&cfg, stop) {
+        Err(GeneratorError::Interrupted) => Ok(None),
+        other => Ok(Some(other)),
+    })?;
+    report_dict(py, &cfg, &result.map_err(to_py)?)
 }
