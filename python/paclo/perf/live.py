@@ -22,54 +22,23 @@ Rates (per run; the glossary in docs/performance.md says the same):
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any
+
+from . import config
 
 if TYPE_CHECKING:
     from .options import Options
 
 
-class LiveScenario(TypedDict):
-    """How one live scenario captures and consumes."""
-
-    engine: str
-    decode: str | None
-    buffer_size: int | None
-    immediate: bool | None
-    queue_mode: str | None
-    fanout_mode: NotRequired[str]
-
-
-MIB16 = 16 * 1024 * 1024
+MIB16 = config.MIB16
 DROP_THRESHOLD = 0.001
 GENERATOR_LIMITED_BELOW = 0.95
 # One sender thread per this many target pps (a Rust sendmmsg sender reaches well above it
 # on lo), at most one per CPU.
 PPS_PER_SENDER = 400_000
 
-_Q = "blocking"
-# The reference's 12 scenarios (engine, decode, 16 MiB + immediate or libpcap defaults, queue),
-# then TPACKET_V3 twins of the sync and managed raw paths, then plain libpcap in C.
-SCENARIOS: dict[str, LiveScenario] = {
-    "live-raw": {"engine": "queue", "decode": None, "buffer_size": None, "immediate": None, "queue_mode": _Q},
-    "live-raw-buffered": {"engine": "queue", "decode": None, "buffer_size": MIB16, "immediate": False, "queue_mode": _Q},
-    "live-raw-immediate": {"engine": "queue", "decode": None, "buffer_size": MIB16, "immediate": True, "queue_mode": _Q},
-    "live-managed-raw": {"engine": "managed", "decode": None, "buffer_size": MIB16, "immediate": True, "queue_mode": _Q},
-    "live-full": {"engine": "queue", "decode": "full", "buffer_size": None, "immediate": None, "queue_mode": _Q},
-    "live-sync-raw": {"engine": "direct", "decode": None, "buffer_size": MIB16, "immediate": True, "queue_mode": None},
-    "live-dropping-raw": {"engine": "queue", "decode": None, "buffer_size": MIB16, "immediate": True, "queue_mode": "dropping"},
-    "live-sync-full": {"engine": "direct", "decode": "full", "buffer_size": MIB16, "immediate": True, "queue_mode": None},
-    "live-managed-full": {"engine": "managed", "decode": "full", "buffer_size": MIB16, "immediate": True, "queue_mode": _Q},
-    "live-managed-fanout-dual": {"engine": "fanout", "decode": None, "buffer_size": MIB16, "immediate": True, "queue_mode": _Q,
-                                 "fanout_mode": "dual"},
-    "live-managed-fanout-slow-dropping": {"engine": "fanout", "decode": None, "buffer_size": MIB16, "immediate": True,
-                                          "queue_mode": _Q, "fanout_mode": "slow-dropping"},
-    "live-dropping-full": {"engine": "queue", "decode": "full", "buffer_size": MIB16, "immediate": True, "queue_mode": "dropping"},
-    "live-sync-raw-buffered": {"engine": "direct", "decode": None, "buffer_size": MIB16, "immediate": False, "queue_mode": None},
-    "live-managed-raw-buffered": {"engine": "managed", "decode": None, "buffer_size": MIB16, "immediate": False, "queue_mode": _Q},
-    "peer-c-libpcap-live": {"engine": "c-libpcap", "decode": None, "buffer_size": MIB16, "immediate": False, "queue_mode": None},
-    "peer-c-libpcap-live-immediate": {"engine": "c-libpcap", "decode": None, "buffer_size": MIB16, "immediate": True,
-                                      "queue_mode": None},
-}
+LiveScenario = config.LiveScenario
+SCENARIOS = config.LIVE_MATRIX
 C_PEERS = ("peer-c-libpcap-live", "peer-c-libpcap-live-immediate")
 
 
