@@ -1,0 +1,160 @@
+"""Captures as Dask dataframes: one partition per capture file.
+
+::
+
+    import paclo.dask
+    from distributed import Client
+
+    client = Client("tcp://scheduler:8786")          # or a LocalCluster, or no client at all
+    flows = paclo.dask.read_flows("captures/", bidirectional=True)
+    merged = paclo.dask.merge_flows(flows)           # flows that span files, merged
+    merged.nlargest(10, "bytes").compute()
+
+Each partition is built where it runs: the worker reads its capture with paclo (so the
+captures must be at the same path on every worker: shared storage) and turns the
+table into pandas with pyarrow-backed dtypes (``pd.ArrowDtype``), so integers stay
+unsigned and nullable and addresses stay 16-byte values. The dataframe's ``meta`` is
+paclo's own schema, computed without reading any capture, so building the graph reads
+nothing. A ``capture`` column (the capture's name, as in :func:`paclo.to_parquet`)
+comes first.
+
+This module needs ``pip install "paclo[dask]"`` (dask[dataframe] and distributed);
+nothing else in paclo imports it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+try:
+    import dask.dataframe as dd
+    import pandas as pd
+except ImportError as e:  # pragma: no cover - exercised without the extra installed
+    raise ImportError(f'paclo.dask needs dask[dataframe]: pip install "paclo[dask]" ({e})') from e
+
+from ._scale import CAPTURE_COLUMN, Options, Source, captures
+
+__all__ = ["FLOW_KEY", "merge_flows", "read_flows", "read_projection"]
+
+#: The columns that identify a flow; ``merge_flows`` groups on them.
+FLOW_KEY = ("ip_version", "protocol", "src_ip", "dst_ip", "src_port", "dst_port", "vlan_id")
+_SUMMED = (
+    "packets",
+    "bytes",
+    "src2dst_packets",
+    "src2dst_bytes",
+    "dst2src_packets",
+    "dst2src_bytes",
+    "bidirectional_packets",
+    "bidirectional_bytes",
+)
+_TCP_FLAG_BITS = 8
+
+
+def _pandas(table: pa.Table) -> Any:
+    return table.to_pandas(types_mapper=pd.ArrowDtype)
+
+
+@dataclass(frozen=True)
+class _Partition:
+    """Builds the partition of one capture (pickled to the workers)."""
+
+    options: Options
+
+    def __call__(self, source: Source) -> Any:
+        table = self.options.table(source.path)
+        batches = [self.options.with_capture(b, source.name) for b in table.to_batches()]
+        schema = self.options.schema_with_capture()
+        return _pandas(pa.Table.from_batches(batches, schema=schema) if batches else schema.empty_table())
+
+
+def _read(paths: Any, options: Options, label: str) -> Any:
+    sources = captures(paths)
+    if not sources:
+        raise FileNotFoundError(2, f"no capture files in {paths!r}")
+    meta = _pandas(options.schema_with_capture().empty_table())
+    return dd.from_map(_Partition(options), sources, meta=meta, label=label, enforce_metadata=False)
+
+
+def read_flows(
+    paths: Any,
+    *,
+    bidirectional: bool = False,
+    idle_timeout: float | None = None,
+    active_timeout: float | None = None,
+    filter: str | None = None,
+) -> Any:
+    """A ``dask.dataframe.DataFrame`` of the flows of each capture, one partition per
+    capture (``paclo.flows`` of that file, with these options).
+
+    ``paths`` is a capture file, a directory (its capture files, recursively) or a list
+    of them. A flow that spans files has a row per file; :func:`merge_flows` merges them.
+    """
+    options = Options.make(
+        "flows", filter=filter, bidirectional=bidirectional, idle_timeout=idle_timeout, active_timeout=active_timeout
+    )
+    return _read(paths, options, "paclo-flows")
+
+
+def read_projection(paths: Any, *, filter: str | None = None) -> Any:
+    """A ``dask.dataframe.DataFrame`` with one row per packet (``paclo.project``), one
+    partition per capture."""
+    return _read(paths, Options.make("projection", filter=filter), "paclo-projection")
+
+
+def merge_flows(flows: Any, *, split_out: int | None = None) -> Any:
+    """Merge the rows of flows that span files: one row per flow key.
+
+    ``flows`` is a Dask (or pandas) dataframe of flow rows, from :func:`read_flows` or
+    from the Parquet outputs of ``to_parquet(kind="flows")``. Rows are grouped on
+    ``FLOW_KEY`` (nulls are values: port-less flows and untagged frames group
+    together); ``packets``, ``bytes`` and the per-direction counters are summed,
+    ``first_ts_ns`` is the minimum, ``last_ts_ns`` the maximum, ``duration_ns`` their
+    difference, ``tcp_flags`` the union (OR) of the non-null values. The result equals
+    ``paclo.flows`` over the same files as one capture, in another row order. The
+    ``capture`` column is dropped. ``split_out`` spreads the result over that many
+    partitions (for many flows).
+
+    Tables split by ``idle_timeout``/``active_timeout`` cannot be merged this way (a
+    split depends on the packets of the neighbouring file): they raise ``ValueError``.
+    """
+    columns = list(flows.columns)
+    if "expiration_reason" in columns:
+        raise ValueError(
+            "flows split by idle_timeout or active_timeout cannot be merged across files; "
+            "read the files as one capture with paclo.flows([...], idle_timeout=...) instead"
+        )
+    missing = [c for c in (*FLOW_KEY, "packets", "bytes", "first_ts_ns", "last_ts_ns", "tcp_flags") if c not in columns]
+    if missing:
+        raise ValueError(f"merge_flows needs flow rows; missing columns: {', '.join(missing)}")
+    summed = [c for c in _SUMMED if c in columns]
+    bits = [f"_tcp_flag_{i}" for i in range(_TCP_FLAG_BITS)]
+    flags = flows["tcp_flags"]
+    # OR is not a groupby aggregation: take the maximum of each bit instead.
+    with_bits = flows.assign(**{b: (flags & (1 << i)) > 0 for i, b in enumerate(bits)})
+    aggs: dict[str, tuple[str, str]] = {c: (c, "sum") for c in summed}
+    aggs.update(first_ts_ns=("first_ts_ns", "min"), last_ts_ns=("last_ts_ns", "max"))
+    aggs.update({b: (b, "max") for b in bits})
+    grouped = with_bits.groupby(list(FLOW_KEY), dropna=False)
+    keep = [c for c in columns if c != CAPTURE_COLUMN]
+    if not hasattr(flows, "map_partitions"):
+        return _finish_merge(grouped.agg(**aggs).reset_index(), keep, bits)
+    # A tree reduction into one partition, or a task-based shuffle into split_out: the
+    # peer-to-peer shuffle of distributed cannot rebuild fixed_size_binary dtypes.
+    out = grouped.agg(split_out=split_out or 1, shuffle_method="tasks", **aggs).reset_index()
+    return out.map_partitions(_finish_merge, keep, bits, meta=flows._meta[keep])
+
+
+def _finish_merge(part: Any, columns: list[str], bits: list[str]) -> Any:
+    """Rebuild ``tcp_flags`` from its bits and ``duration_ns``; restore column order and
+    types."""
+    flags = part[bits[0]].astype(pd.ArrowDtype(pa.uint8()))
+    for i, b in enumerate(bits[1:], start=1):
+        flags = flags + part[b].astype(pd.ArrowDtype(pa.uint8())) * (1 << i)
+    out = part.drop(columns=bits)
+    out["tcp_flags"] = flags.astype(pd.ArrowDtype(pa.uint8()))
+    out["duration_ns"] = out["last_ts_ns"] - out["first_ts_ns"]
+    return out[columns]
