@@ -71,6 +71,11 @@ def test_merged_flows_on_two_worker_processes_equal_paclo_flows(caps, client, bi
     assert len(per_file) > want.num_rows
     _same_flows(_table(merged), want)
     assert list(merged.columns) == want.column_names
+    # A deeper tree, and a shuffle into three partitions, give the same rows.
+    _same_flows(_table(pdask.merge_flows(ddf, split_every=2).compute()), want)
+    spread = pdask.merge_flows(ddf, split_out=3)
+    assert spread.npartitions == 3
+    _same_flows(_table(spread.compute()), want)
 
 
 def test_partitions_are_the_captures_and_meta_is_paclos_schema(caps, client):

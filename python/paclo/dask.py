@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 try:
     import dask.dataframe as dd
@@ -105,7 +106,7 @@ def read_projection(paths: Any, *, filter: str | None = None) -> Any:
     return _read(paths, Options.make("projection", filter=filter), "paclo-projection")
 
 
-def merge_flows(flows: Any, *, split_out: int | None = None) -> Any:
+def merge_flows(flows: Any, *, split_out: int = 1, split_every: int | None = None) -> Any:
     """Merge the rows of flows that span files: one row per flow key.
 
     ``flows`` is a Dask (or pandas) dataframe of flow rows, from :func:`read_flows` or
@@ -114,9 +115,13 @@ def merge_flows(flows: Any, *, split_out: int | None = None) -> Any:
     together); ``packets``, ``bytes`` and the per-direction counters are summed,
     ``first_ts_ns`` is the minimum, ``last_ts_ns`` the maximum, ``duration_ns`` their
     difference, ``tcp_flags`` the union (OR) of the non-null values. The result equals
-    ``paclo.flows`` over the same files as one capture, in another row order. The
-    ``capture`` column is dropped. ``split_out`` spreads the result over that many
-    partitions (for many flows).
+    ``paclo.flows`` over the same files as one capture, in another row order; the
+    ``capture`` column is dropped.
+
+    The merge is a tree reduction (each partition merged, then groups of
+    ``split_every`` results, up to one partition), with pyarrow's hash aggregation in
+    every step. ``split_out=N`` instead shuffles the partially merged rows by flow key
+    into N partitions, for more flows than one partition should hold.
 
     Tables split by ``idle_timeout``/``active_timeout`` cannot be merged this way (a
     split depends on the packets of the neighbouring file): they raise ``ValueError``.
@@ -127,34 +132,44 @@ def merge_flows(flows: Any, *, split_out: int | None = None) -> Any:
             "flows split by idle_timeout or active_timeout cannot be merged across files; "
             "read the files as one capture with paclo.flows([...], idle_timeout=...) instead"
         )
-    missing = [c for c in (*FLOW_KEY, "packets", "bytes", "first_ts_ns", "last_ts_ns", "tcp_flags") if c not in columns]
+    missing = [c for c in (*FLOW_KEY, "packets", "bytes", "first_ts_ns", "last_ts_ns", "duration_ns", "tcp_flags") if c not in columns]
     if missing:
         raise ValueError(f"merge_flows needs flow rows; missing columns: {', '.join(missing)}")
-    summed = [c for c in _SUMMED if c in columns]
-    bits = [f"_tcp_flag_{i}" for i in range(_TCP_FLAG_BITS)]
-    flags = flows["tcp_flags"]
-    # OR is not a groupby aggregation: take the maximum of each bit instead.
-    with_bits = flows.assign(**{b: (flags & (1 << i)) > 0 for i, b in enumerate(bits)})
-    aggs: dict[str, tuple[str, str]] = {c: (c, "sum") for c in summed}
-    aggs.update(first_ts_ns=("first_ts_ns", "min"), last_ts_ns=("last_ts_ns", "max"))
-    aggs.update({b: (b, "max") for b in bits})
-    grouped = with_bits.groupby(list(FLOW_KEY), dropna=False)
-    keep = [c for c in columns if c != CAPTURE_COLUMN]
+    if isinstance(split_out, bool) or not isinstance(split_out, int) or split_out < 1:
+        raise ValueError(f"split_out must be a positive integer, not {split_out!r}")
     if not hasattr(flows, "map_partitions"):
-        return _finish_merge(grouped.agg(**aggs).reset_index(), keep, bits)
-    # A tree reduction into one partition, or a task-based shuffle into split_out: the
-    # peer-to-peer shuffle of distributed cannot rebuild fixed_size_binary dtypes.
-    out = grouped.agg(split_out=split_out or 1, shuffle_method="tasks", **aggs).reset_index()
-    return out.map_partitions(_finish_merge, keep, bits, meta=flows._meta[keep])
+        return _merge_frame(flows)
+    meta = flows._meta.drop(columns=[CAPTURE_COLUMN]) if CAPTURE_COLUMN in columns else flows._meta
+    if split_out == 1:
+        return flows.reduction(
+            chunk=_merge_frame, combine=_merge_frame, aggregate=_merge_frame, meta=meta, split_every=split_every
+        )
+    # The peer-to-peer shuffle of distributed cannot rebuild fixed_size_binary dtypes.
+    partial = flows.map_partitions(_merge_frame, meta=meta)
+    shuffled = partial.shuffle(on=list(FLOW_KEY), npartitions=split_out, shuffle_method="tasks")
+    return shuffled.map_partitions(_merge_frame, meta=meta)
 
 
-def _finish_merge(part: Any, columns: list[str], bits: list[str]) -> Any:
-    """Rebuild ``tcp_flags`` from its bits and ``duration_ns``; restore column order and
-    types."""
-    flags = part[bits[0]].astype(pd.ArrowDtype(pa.uint8()))
-    for i, b in enumerate(bits[1:], start=1):
-        flags = flags + part[b].astype(pd.ArrowDtype(pa.uint8())) * (1 << i)
-    out = part.drop(columns=bits)
-    out["tcp_flags"] = flags.astype(pd.ArrowDtype(pa.uint8()))
-    out["duration_ns"] = out["last_ts_ns"] - out["first_ts_ns"]
-    return out[columns]
+def _merge_frame(frame: Any) -> Any:
+    """One row per flow key of a pandas frame of flow rows (the step of every stage:
+    its output merges again with the same function)."""
+    table = pa.Table.from_pandas(frame.drop(columns=[CAPTURE_COLUMN], errors="ignore"), preserve_index=False)
+    schema = table.schema
+    summed = [c for c in _SUMMED if c in schema.names]
+    flags = table.column("tcp_flags")
+    # OR is not a hash aggregation: take "any" of each bit (null when every value is).
+    bits = [f"_tcp_flag_{i}" for i in range(_TCP_FLAG_BITS)]
+    for i, b in enumerate(bits):
+        table = table.append_column(b, pc.not_equal(pc.bit_wise_and(flags, pa.scalar(1 << i, flags.type)), 0))
+    aggs = [(c, "sum") for c in summed] + [("first_ts_ns", "min"), ("last_ts_ns", "max")] + [(b, "any") for b in bits]
+    grouped = table.group_by(list(FLOW_KEY), use_threads=False).aggregate(aggs)
+    union = None
+    for i, b in enumerate(bits):
+        term = pc.multiply(pc.cast(grouped.column(f"{b}_any"), pa.uint8()), pa.scalar(1 << i, pa.uint8()))
+        union = term if union is None else pc.add(union, term)
+    first, last = grouped.column("first_ts_ns_min"), grouped.column("last_ts_ns_max")
+    values = {c: grouped.column(c) for c in FLOW_KEY}
+    values.update({c: grouped.column(f"{c}_sum") for c in summed})
+    values.update(first_ts_ns=first, last_ts_ns=last, duration_ns=pc.subtract(last, first), tcp_flags=union)
+    out = pa.table([values[f.name].cast(f.type) for f in schema], schema=schema)
+    return _pandas(out)
