@@ -53,6 +53,12 @@ def _check_filter(filter: Any) -> str | None:
     raise TypeError(f"filter must be a BPF expression (str) or None, not {type(filter).__name__}")
 
 
+def _table(stream: _paclo.ArrowStream) -> pa.Table:
+    # Not pa.table(stream): it asks pandas whether the stream is a DataFrame, and so
+    # imports pandas (a second or more) on the first call of a process.
+    return pa.RecordBatchReader.from_stream(stream).read_all()
+
+
 def project(source: Any, *, filter: str | None = None) -> pa.Table:
     """One row per packet: ``ts_ns, caplen, len, ip_version, protocol, src_ip, dst_ip,
     src_port, dst_port, vlan_id, tcp_flags`` (see docs/flows.md for the column dictionary).
@@ -61,7 +67,7 @@ def project(source: Any, *, filter: str | None = None) -> pa.Table:
     an open ``Reader`` (its file is projected from the start).
     """
     stream = _paclo.flow_project(_paths(source), filter=_check_filter(filter))
-    return pa.table(stream)
+    return _table(stream)
 
 
 def flows(
@@ -92,7 +98,7 @@ def flows(
         active_timeout=None if active_timeout is None else float(active_timeout),
         filter=_check_filter(filter),
     )
-    return pa.table(stream)
+    return _table(stream)
 
 
 def flow_topn(
