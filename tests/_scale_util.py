@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import random
+import signal
+import subprocess
+import time
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from _flows_util import eth, icmp, ipv4, ipv6, tcp, udp
 
 import paclo
+from paclo.parquet import read_manifest, to_parquet
+from paclo.perf import datasets
 
 SYN, ACK, FIN, PSH = 0x02, 0x10, 0x01, 0x08
 
@@ -72,3 +78,70 @@ def sort_flows(table: pa.Table) -> pa.Table:
     """Rows in flow-key order, for comparing tables whose row order differs."""
     key = ["ip_version", "protocol", "src_ip", "dst_ip", "src_port", "dst_port", "vlan_id"]
     return table.sort_by([(c, "ascending") for c in key])
+
+
+def outputs(out: Path) -> dict[str, tuple[int, int]]:
+    """Every visible Parquet file under ``out``: (inode, mtime_ns)."""
+    found = {}
+    for p in out.rglob("*.parquet"):
+        st = p.stat()
+        found[str(p.relative_to(out))] = (st.st_ino, st.st_mtime_ns)
+    return found
+
+
+# Captures large enough that SIGINT lands while one is being written (kind="packets"
+# streams each in batches of 2^18 packets).
+BIG_PACKETS = 600_000
+BIG_FILES = 3
+
+
+def big_captures(root: Path) -> list[Path]:
+    """BIG_FILES captures of BIG_PACKETS packets."""
+    paths = []
+    for i in range(BIG_FILES):
+        p = root / f"big-{i}.pcap"
+        datasets.generate("udp-64", BIG_PACKETS, p)
+        paths.append(p)
+    return paths
+
+
+def partials(out: Path) -> list[Path]:
+    return list(out.rglob(".*.partial")) if out.exists() else []
+
+
+def interrupt_when_writing(cmd: list[str], out: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Start ``cmd``, send SIGINT as soon as a temporary output exists, wait for the end."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 60
+    try:
+        while not partials(out):
+            assert proc.poll() is None, f"ended before it was interrupted: {proc.communicate()}"
+            assert time.monotonic() < deadline, "no temporary output appeared in 60 s"
+            time.sleep(0.002)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
+
+
+def check_after_interrupt(big_caps: list[Path], out: Path) -> None:
+    """Nothing under an output's name is incomplete; a re-run converts the rest and the
+    result equals the captures."""
+    entries = {e["output"]: e for e in read_manifest(out)}
+    assert len(entries) < BIG_FILES, "the run was not interrupted"
+    for name in outputs(out):
+        pq.read_metadata(out / name)  # a whole Parquet file (footer and all)
+    for name, e in entries.items():
+        assert (out / name).stat().st_size == e["output_size"]
+    report = to_parquet(big_caps, out, kind="packets", workers=1, progress=False)
+    assert sorted(r.status for r in report.results).count("skipped") == len(entries)
+    assert not partials(out)
+    for cap in big_caps:
+        got = pq.read_table(out / (cap.name + ".parquet")).drop_columns(["capture"])
+        assert got.num_rows == BIG_PACKETS
+        assert got.equals(pa.Table.from_batches(list(paclo.read_batches(cap))))
+
+

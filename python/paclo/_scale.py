@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import numpy as np
 import pyarrow as pa
 
 from . import _flows
@@ -195,8 +196,18 @@ class Options:
         ``schema`` (default: :meth:`schema_with_capture` and the batch's metadata)."""
         if schema is None:
             schema = self.schema_with_capture().with_metadata(batch.schema.metadata)
-        column = pa.repeat(pa.scalar(name, pa.string()), batch.num_rows)
-        return pa.RecordBatch.from_arrays([column, *batch.columns], schema=schema)
+        return pa.RecordBatch.from_arrays([_constant(name, batch.num_rows), *batch.columns], schema=schema)
+
+
+def _constant(text: str, rows: int) -> pa.Array:
+    """A string column with ``text`` in every row, built from buffers: converting Python
+    values (``pa.array``, ``pa.scalar``) makes pyarrow import pandas."""
+    raw = text.encode()
+    if rows * len(raw) >= 2**31:
+        raise ValueError(f"capture name too long for a string column of {rows} rows: {text!r}")
+    offsets = np.arange(rows + 1, dtype=np.int32) * np.int32(len(raw))
+    buffers = [None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(raw * rows)]
+    return pa.Array.from_buffers(pa.string(), rows, buffers)
 
 
 @functools.lru_cache(maxsize=64)

@@ -288,6 +288,39 @@ def to_parquet(
     background and delete their temporary files; nothing incomplete is left under an
     output's name or in the manifest.
     """
+    report = _export(
+        sources,
+        out_dir,
+        kind=kind,
+        bidirectional=bidirectional,
+        idle_timeout=idle_timeout,
+        active_timeout=active_timeout,
+        filter=filter,
+        workers=workers,
+        compression=compression,
+        progress=progress,
+    )
+    if report.failed:
+        first = report.failed[0]
+        more = f" (and {len(report.failed) - 1} more)" if len(report.failed) > 1 else ""
+        warnings.warn(f"{report.summary()}: {first.input}: {first.error}{more}", RuntimeWarning, stacklevel=2)
+    return report
+
+
+def _export(
+    sources: Any,
+    out_dir: str | os.PathLike[str],
+    *,
+    kind: Literal["flows", "projection", "packets"] = "flows",
+    bidirectional: bool = False,
+    idle_timeout: float | None = None,
+    active_timeout: float | None = None,
+    filter: str | None = None,
+    workers: int | None = None,
+    compression: str = "zstd",
+    progress: bool = True,
+) -> ParquetReport:
+    """:func:`to_parquet` without the warning (the command line reports failures itself)."""
     started = time.perf_counter()
     options = Options.make(kind, filter=filter, bidirectional=bidirectional, idle_timeout=idle_timeout, active_timeout=active_timeout)
     if compression not in COMPRESSIONS:
@@ -365,12 +398,7 @@ def to_parquet(
             raise
         pool.shutdown(wait=True)
         bar.close()
-    report = ParquetReport(out, [results[i] for i in range(len(srcs))], time.perf_counter() - started)
-    if report.failed:
-        first = report.failed[0]
-        more = f" (and {len(report.failed) - 1} more)" if len(report.failed) > 1 else ""
-        warnings.warn(f"{report.summary()}: {first.input}: {first.error}{more}", RuntimeWarning, stacklevel=2)
-    return report
+    return ParquetReport(out, [results[i] for i in range(len(srcs))], time.perf_counter() - started)
 
 
 def _timed(job: _Job, options: Options, out_dir: str, compression: str, cancel: threading.Event) -> tuple[tuple[int, int], float]:
