@@ -120,6 +120,13 @@ def test_merge_works_on_pandas_and_refuses_timeout_splits(caps):
     _same_flows(_table(merged), paclo.flows(caps))
     with pytest.raises(ValueError, match="cannot be merged across files"):
         pdask.merge_flows(pdask.read_flows(caps, idle_timeout=1))
+    with pytest.raises(ValueError, match="does not know how to merge the columns note"):
+        pdask.merge_flows(pdask.read_flows(caps).assign(note="x"))
+    # Counters named *_packets or *_bytes add up (nfstream's per-flag counts would too).
+    extra = pd.concat(frames, ignore_index=True)
+    extra["src2dst_syn_packets"] = pd.array([1] * len(extra), dtype=pd.ArrowDtype(pa.uint64()))
+    summed = pdask.merge_flows(extra)
+    assert summed["src2dst_syn_packets"].sum() == len(extra)
     with pytest.raises(ValueError, match="missing columns: ip_version"):
         pdask.merge_flows(pdask.read_projection(caps).drop(columns=["ip_version"]))
 

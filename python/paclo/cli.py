@@ -271,7 +271,7 @@ def _seconds(flag: str, value: str | None) -> float | None:
 
 
 def to_parquet(args: argparse.Namespace) -> int:
-    from ._scale import Kind, captures
+    from ._scale import Kind, Options, captures
     from .parquet import COMPRESSIONS, _export
 
     inputs, out = args.inputs, args.output
@@ -291,8 +291,8 @@ def to_parquet(args: argparse.Namespace) -> int:
         raise CliError(4, f"OUT must be a directory: {os.path.abspath(out)}")
     if not captures(inputs, exclude=out):
         raise CliError(2, f"no capture files in: {', '.join(os.path.abspath(p) for p in inputs)}")
-    report = _export(inputs, out, kind=kind, bidirectional=mode == "bidir", idle_timeout=idle, active_timeout=active,
-                     filter=_filter(args.filter), workers=workers, compression=compression)
+    options = Options.make(kind, filter=_filter(args.filter), bidirectional=mode == "bidir", idle_timeout=idle, active_timeout=active)
+    report = _export(inputs, out, options, workers=workers, compression=compression, progress=True)
     rows = [{"input": r.input, "output": r.output, "status": r.status, "rows": r.rows, "error": r.error} for r in report.results]
     _emit(rows, fmt, ["input", "output", "status", "rows", "error"])
     _meta(captures=len(report.results), written=len(report.written), skipped=len(report.skipped), failed=len(report.failed),

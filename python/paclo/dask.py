@@ -42,16 +42,9 @@ __all__ = ["FLOW_KEY", "merge_flows", "read_flows", "read_projection"]
 
 #: The columns that identify a flow; ``merge_flows`` groups on them.
 FLOW_KEY = ("ip_version", "protocol", "src_ip", "dst_ip", "src_port", "dst_port", "vlan_id")
-_SUMMED = (
-    "packets",
-    "bytes",
-    "src2dst_packets",
-    "src2dst_bytes",
-    "dst2src_packets",
-    "dst2src_bytes",
-    "bidirectional_packets",
-    "bidirectional_bytes",
-)
+# Counters that add up across files: packets, bytes and their per-direction forms.
+_SUMMED_SUFFIXES = ("packets", "bytes")
+_MERGED = ("first_ts_ns", "last_ts_ns", "duration_ns", "tcp_flags")
 _TCP_FLAG_BITS = 8
 
 
@@ -112,11 +105,13 @@ def merge_flows(flows: Any, *, split_out: int = 1, split_every: int | None = Non
     ``flows`` is a Dask (or pandas) dataframe of flow rows, from :func:`read_flows` or
     from the Parquet outputs of ``to_parquet(kind="flows")``. Rows are grouped on
     ``FLOW_KEY`` (nulls are values: port-less flows and untagged frames group
-    together); ``packets``, ``bytes`` and the per-direction counters are summed,
+    together); ``packets``, ``bytes`` and every other ``*_packets`` or ``*_bytes``
+    counter (the per-direction ones) are summed,
     ``first_ts_ns`` is the minimum, ``last_ts_ns`` the maximum, ``duration_ns`` their
     difference, ``tcp_flags`` the union (OR) of the non-null values. The result equals
     ``paclo.flows`` over the same files as one capture, in another row order; the
-    ``capture`` column is dropped.
+    ``capture`` column is dropped. Any other column raises ``ValueError`` (it has no
+    known merge).
 
     The merge is a tree reduction (each partition merged, then groups of
     ``split_every`` results, up to one partition), with pyarrow's hash aggregation in
@@ -132,9 +127,12 @@ def merge_flows(flows: Any, *, split_out: int = 1, split_every: int | None = Non
             "flows split by idle_timeout or active_timeout cannot be merged across files; "
             "read the files as one capture with paclo.flows([...], idle_timeout=...) instead"
         )
-    missing = [c for c in (*FLOW_KEY, "packets", "bytes", "first_ts_ns", "last_ts_ns", "duration_ns", "tcp_flags") if c not in columns]
+    missing = [c for c in (*FLOW_KEY, "packets", "bytes", *_MERGED) if c not in columns]
     if missing:
         raise ValueError(f"merge_flows needs flow rows; missing columns: {', '.join(missing)}")
+    unknown = [c for c in columns if c not in (*FLOW_KEY, *_MERGED, CAPTURE_COLUMN) and not _summed(c)]
+    if unknown:
+        raise ValueError(f"merge_flows does not know how to merge the columns {', '.join(unknown)}; drop them first")
     if isinstance(split_out, bool) or not isinstance(split_out, int) or split_out < 1:
         raise ValueError(f"split_out must be a positive integer, not {split_out!r}")
     if not hasattr(flows, "map_partitions"):
@@ -150,12 +148,16 @@ def merge_flows(flows: Any, *, split_out: int = 1, split_every: int | None = Non
     return shuffled.map_partitions(_merge_frame, meta=meta)
 
 
+def _summed(column: str) -> bool:
+    return column.rsplit("_", 1)[-1] in _SUMMED_SUFFIXES
+
+
 def _merge_frame(frame: Any) -> Any:
     """One row per flow key of a pandas frame of flow rows (the step of every stage:
     its output merges again with the same function)."""
     table = pa.Table.from_pandas(frame.drop(columns=[CAPTURE_COLUMN], errors="ignore"), preserve_index=False)
     schema = table.schema
-    summed = [c for c in _SUMMED if c in schema.names]
+    summed = [c for c in schema.names if _summed(c)]
     flags = table.column("tcp_flags")
     # OR is not a hash aggregation: take "any" of each bit (null when every value is).
     bits = [f"_tcp_flag_{i}" for i in range(_TCP_FLAG_BITS)]

@@ -288,18 +288,10 @@ def to_parquet(
     background and delete their temporary files; nothing incomplete is left under an
     output's name or in the manifest.
     """
-    report = _export(
-        sources,
-        out_dir,
-        kind=kind,
-        bidirectional=bidirectional,
-        idle_timeout=idle_timeout,
-        active_timeout=active_timeout,
-        filter=filter,
-        workers=workers,
-        compression=compression,
-        progress=progress,
-    )
+    if not isinstance(progress, bool):
+        raise TypeError(f"progress must be True or False, not {progress!r}")
+    options = Options.make(kind, filter=filter, bidirectional=bidirectional, idle_timeout=idle_timeout, active_timeout=active_timeout)
+    report = _export(sources, out_dir, options, workers=workers, compression=compression, progress=progress)
     if report.failed:
         first = report.failed[0]
         more = f" (and {len(report.failed) - 1} more)" if len(report.failed) > 1 else ""
@@ -308,27 +300,15 @@ def to_parquet(
 
 
 def _export(
-    sources: Any,
-    out_dir: str | os.PathLike[str],
-    *,
-    kind: Literal["flows", "projection", "packets"] = "flows",
-    bidirectional: bool = False,
-    idle_timeout: float | None = None,
-    active_timeout: float | None = None,
-    filter: str | None = None,
-    workers: int | None = None,
-    compression: str = "zstd",
-    progress: bool = True,
+    sources: Any, out_dir: str | os.PathLike[str], options: Options, *, workers: int | None, compression: str, progress: bool
 ) -> ParquetReport:
-    """:func:`to_parquet` without the warning (the command line reports failures itself)."""
+    """:func:`to_parquet` with its options made, and without the warning (the command
+    line reports failures itself)."""
     started = time.perf_counter()
-    options = Options.make(kind, filter=filter, bidirectional=bidirectional, idle_timeout=idle_timeout, active_timeout=active_timeout)
     if compression not in COMPRESSIONS:
         raise ValueError(f"compression must be one of {', '.join(COMPRESSIONS)}, not {compression!r}")
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise ValueError(f"workers must be a positive integer or None, not {workers!r}")
-    if not isinstance(progress, bool):
-        raise TypeError(f"progress must be True or False, not {progress!r}")
     if not isinstance(out_dir, (str, os.PathLike)):
         raise TypeError(f"out_dir must be a str or os.PathLike, not {type(out_dir).__name__}")
     out = os.path.abspath(os.fsdecode(os.fspath(out_dir)))
