@@ -4,6 +4,7 @@
 pub mod flow_dict;
 pub mod options;
 pub mod packet;
+pub mod packet_map;
 pub mod stats;
 
 use pyo3::exceptions::PyValueError;
@@ -45,9 +46,7 @@ pub fn to_python<'py>(
 ) -> PyResult<(Bound<'py, PyAny>, bool)> {
     match mode {
         DecodeMode::Raw => Ok((Bound::new(py, Packet::from_raw(py, pkt))?.into_any(), false)),
-        DecodeMode::Full => {
-            crate::python::decode::full_map(py, pkt).map(|(d, e)| (d.into_any(), e))
-        }
+        DecodeMode::Full => packet_map::full_map(py, pkt).map(|(d, e)| (d.into_any(), e)),
         DecodeMode::Flow => flow_dict::flow_dict(py, pkt).map(|(d, e)| (d.into_any(), e)),
     }
 }
@@ -70,3 +69,4 @@ pub fn to_python_mapped<'py>(
         _ => to_python(py, mode, pkt),
     }
 }
+
