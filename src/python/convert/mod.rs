@@ -9,6 +9,7 @@ pub mod stats;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::PyType;
 
 use crate::source::RawPacket;
 use packet::{MappedFile, Packet};
@@ -70,3 +71,14 @@ pub fn to_python_mapped<'py>(
     }
 }
 
+/// `cls[item]` for the iterators typed by what they yield (`Reader[Packet]`): a
+/// `types.GenericAlias`, so annotations evaluate at run time too.
+pub fn generic_alias<'py>(
+    cls: &Bound<'py, PyType>,
+    item: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    cls.py()
+        .import("types")?
+        .getattr("GenericAlias")?
+        .call1((cls, item))
+}
