@@ -23,6 +23,7 @@ from ._io import PcapWriter, Reduced, read, reduce, write_pcap
 from ._paclo import Packet, Reader, __version__
 from .bpf import bpf
 from .exceptions import CaptureError, PacloError, PcapFormatError, TruncatedCaptureWarning
+from .parquet import to_parquet
 
 __all__ = [
     "FINGERPRINT_METHODS",
@@ -53,5 +54,6 @@ __all__ = [
     "read",
     "read_batches",
     "reduce",
+    "to_parquet",
     "write_pcap",
 ]
