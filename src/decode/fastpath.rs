@@ -63,12 +63,14 @@ use crate::decode::link::{
 
 const IPV4_MIN_HEADER_LEN: usize = 20;
 const IPV4_TOTAL_LEN_OFFSET: usize = 2;
+const IPV4_TTL_OFFSET: usize = 8;
 const IPV4_PROTOCOL_OFFSET: usize = 9;
 const IPV4_SRC_OFFSET: usize = 12;
 const IPV4_DST_OFFSET: usize = 16;
 
 const IPV6_PAYLOAD_LEN_OFFSET: usize = 4;
 const IPV6_NEXT_HEADER_OFFSET: usize = 6;
+const IPV6_HOP_LIMIT_OFFSET: usize = 7;
 const IPV6_SRC_OFFSET: usize = 8;
 const IPV6_DST_OFFSET: usize = 24;
 const IPV6_EXT_MIN_LEN: usize = 8;
@@ -126,6 +128,13 @@ pub struct FlowFields {
     pub fragment: bool,
     /// Whether it is a fragment other than the first (offset != 0).
     pub later_fragment: bool,
+    /// IPv4 TTL or IPv6 hop limit (0 without an IP layer).
+    pub ttl: u8,
+    /// Where the TCP or UDP header starts in the frame, and where the IP payload ends:
+    /// `data[l4_start..l4_end]` is the segment or datagram (valid when `has_ports`).
+    pub l4_start: u32,
+    /// See `l4_start`.
+    pub l4_end: u32,
     /// Why the walk stopped early, if it did: the layer that was cut or invalid, where.
     pub error: Option<DecodeError>,
 }
@@ -300,6 +309,7 @@ fn ipv4(s: &[u8], base: usize, out: &mut FlowFields) {
         &s[hl..total]
     };
     out.ip_version = 4;
+    out.ttl = s[IPV4_TTL_OFFSET];
     out.has_protocol = true;
     out.protocol = proto;
     out.src = src;
@@ -409,6 +419,7 @@ fn ipv6(s: &[u8], base: usize, out: &mut FlowFields) {
         &rest[..plen]
     };
     out.ip_version = 6;
+    out.ttl = s[IPV6_HOP_LIMIT_OFFSET];
     out.src = src;
     out.dst = dst;
     let mut next = next;
@@ -487,6 +498,24 @@ fn ipv6(s: &[u8], base: usize, out: &mut FlowFields) {
     transport(payload, at, out);
 }
 
+/// The UDP datagram (header and payload) of the segment `seg` a UDP packet's
+/// `l4_start..l4_end` names: the UDP length bounds it unless that is below the header or
+/// beyond the bytes (the decoder's lax reading).
+#[inline(always)]
+pub fn udp_datagram(seg: &[u8]) -> &[u8] {
+    match be16(seg, 4).map(usize::from) {
+        Some(len) if (UDP_HEADER_LEN..=seg.len()).contains(&len) => &seg[..len],
+        _ => seg,
+    }
+}
+
+/// Record where the transport segment lies in the frame (frames are far below 4 GiB).
+#[inline(always)]
+fn segment(at: usize, len: usize, out: &mut FlowFields) {
+    out.l4_start = at as u32;
+    out.l4_end = (at + len) as u32;
+}
+
 /// The transport header at offset `at` of the frame.
 #[inline(always)]
 fn transport(p: &[u8], at: usize, out: &mut FlowFields) {
@@ -497,6 +526,7 @@ fn transport(p: &[u8], at: usize, out: &mut FlowFields) {
                 out.has_ports = true;
                 out.src_port = sp;
                 out.dst_port = dp;
+                segment(at, p.len(), out);
             }
             _ => out.error = cut(Layer::Udp, UDP_HEADER_LEN),
         },
@@ -526,6 +556,7 @@ fn transport(p: &[u8], at: usize, out: &mut FlowFields) {
             out.dst_port = dp;
             out.has_tcp_flags = true;
             out.tcp_flags = flags;
+            segment(at, p.len(), out);
         }
         ip_proto::ICMP if p.len() < ICMP_HEADER_LEN => {
             out.error = cut(Layer::Icmpv4, ICMP_HEADER_LEN)

@@ -31,10 +31,15 @@ use super::ja4ts::Ja4tsState;
 use super::quic::{self, CryptoStream};
 use super::table::{Table, TableCounts};
 use super::{ja4d, ja4d6, ja4h, ja4s, ja4x, Method, Methods, Output, Text, VALUE_CAP};
-use crate::decode::{self, L3, L4};
+use crate::decode::fastpath::{self, FlowFields};
 use crate::RawPacket;
 
 const SECOND: i64 = 1_000_000_000;
+const PROTO_TCP: u8 = 6;
+const PROTO_UDP: u8 = 17;
+const TCP_DATA_OFFSET: usize = 12;
+const TCP_MIN_HEADER_LEN: usize = 20;
+const UDP_HEADER_LEN: usize = 8;
 const HS_SERVER_HELLO_DONE: u8 = 14;
 /// The most bytes one reassembled TLS or HTTP stream holds.
 pub const STREAM_CAP: usize = 65536;
@@ -525,31 +530,14 @@ fn tls_progress<F: FnMut(&Event)>(
     }
 }
 
-fn address(l3: &L3) -> Option<(u8, [u8; 16], [u8; 16], u8)> {
-    match l3 {
-        L3::Ipv4(v4) => {
-            let m = |a: [u8; 4]| {
-                let mut x = [0u8; 16];
-                x[10] = 0xff;
-                x[11] = 0xff;
-                x[12..].copy_from_slice(&a);
-                x
-            };
-            Some((
-                4,
-                m(v4.header.source()),
-                m(v4.header.destination()),
-                v4.header.ttl(),
-            ))
-        }
-        L3::Ipv6(v6) => Some((
-            6,
-            v6.header.source(),
-            v6.header.destination(),
-            v6.header.hop_limit(),
-        )),
-        _ => None,
-    }
+#[inline(always)]
+fn be32(b: &[u8], i: usize) -> u32 {
+    u32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]])
+}
+
+#[inline(always)]
+fn be16(b: &[u8], i: usize) -> u16 {
+    u16::from_be_bytes([b[i], b[i + 1]])
 }
 
 impl Fingerprinter {
@@ -621,61 +609,48 @@ impl Fingerprinter {
     /// Read one packet and call `f` for each fingerprint it completes.
     pub fn process<F: FnMut(&Event)>(&mut self, pkt: &RawPacket, f: &mut F) {
         self.counters.packets += 1;
-        let d = decode::decode(pkt.linktype, pkt.data);
-        let Some(l3) = d.l3.as_ref() else {
+        // The flow fast path reads the headers (the full decoder's validity rules, without
+        // building its result): addresses, ports, TTL and where the segment lies.
+        let mut ff = FlowFields::default();
+        fastpath::parse(pkt.linktype, pkt.data, &mut ff);
+        if ff.ip_version == 0 || !ff.has_ports {
+            return;
+        }
+        let Some(seg) = pkt.data.get(ff.l4_start as usize..ff.l4_end as usize) else {
             return;
         };
-        let Some((ip_version, src, dst, ttl)) = address(l3) else {
-            return;
+        let ctx = Ctx {
+            ts_ns: pkt.ts_ns,
+            ip_version: ff.ip_version,
+            protocol: ff.protocol,
+            src: Endpoint {
+                addr: ff.src,
+                port: ff.src_port,
+            },
+            dst: Endpoint {
+                addr: ff.dst,
+                port: ff.dst_port,
+            },
         };
-        let l4 = match l3 {
-            L3::Ipv4(v4) => &v4.l4,
-            L3::Ipv6(v6) => &v6.l4,
-            _ => return,
-        };
-        match l4 {
-            L4::Tcp(t, _) => {
-                let ctx = Ctx {
-                    ts_ns: pkt.ts_ns,
-                    ip_version,
-                    protocol: 6,
-                    src: Endpoint {
-                        addr: src,
-                        port: t.source_port(),
-                    },
-                    dst: Endpoint {
-                        addr: dst,
-                        port: t.destination_port(),
-                    },
-                };
-                let fl = t.slice()[13];
+        match ff.protocol {
+            PROTO_TCP => {
+                // The fast path checked the whole header is present (data offset >= 5).
+                let hl = usize::from(seg[TCP_DATA_OFFSET] >> 4) * 4;
                 self.tcp_packet(
                     &ctx,
-                    fl,
-                    t.sequence_number(),
-                    t.acknowledgment_number(),
-                    t.window_size(),
-                    t.options(),
-                    t.payload(),
-                    ttl,
+                    ff.tcp_flags,
+                    be32(seg, 4),
+                    be32(seg, 8),
+                    be16(seg, 14),
+                    &seg[TCP_MIN_HEADER_LEN..hl],
+                    &seg[hl..],
+                    ff.ttl,
                     f,
                 );
             }
-            L4::Udp(u, _) => {
-                let ctx = Ctx {
-                    ts_ns: pkt.ts_ns,
-                    ip_version,
-                    protocol: 17,
-                    src: Endpoint {
-                        addr: src,
-                        port: u.source_port(),
-                    },
-                    dst: Endpoint {
-                        addr: dst,
-                        port: u.destination_port(),
-                    },
-                };
-                self.udp_packet(&ctx, u.payload(), f);
+            PROTO_UDP => {
+                let datagram = fastpath::udp_datagram(seg);
+                self.udp_packet(&ctx, &datagram[UDP_HEADER_LEN..], f);
             }
             _ => {}
         }

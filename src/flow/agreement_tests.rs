@@ -275,6 +275,50 @@ fn check_decoder(lt: u32, data: &[u8]) {
         let d = crate::decode::decode(lt, data).error;
         assert_eq!(Some(e), d, "linktype {lt} frame {data:02x?}: {e}");
     }
+    assert_eq!(
+        fast_segment(&f, data),
+        decoder_segment(lt, data),
+        "linktype {lt} frame {data:02x?}"
+    );
+}
+
+/// TTL and (for TCP and UDP) where the transport header starts and ends in the frame, as
+/// the fast path gives them.
+fn fast_segment(f: &FlowFields, data: &[u8]) -> (u8, Option<(usize, usize)>) {
+    if f.ip_version == 0 {
+        return (0, None);
+    }
+    let (start, end) = (f.l4_start as usize, f.l4_end as usize);
+    let seg = match f.protocol {
+        _ if !f.has_ports => None,
+        17 => Some((
+            start,
+            start + fastpath::udp_datagram(&data[start..end]).len(),
+        )),
+        _ => Some((start, end)),
+    };
+    (f.ttl, seg)
+}
+
+/// The same from the full decoder (its TCP and lax UDP slices).
+fn decoder_segment(lt: u32, data: &[u8]) -> (u8, Option<(usize, usize)>) {
+    use crate::decode::{decode, L3, L4};
+    let d = decode(lt, data);
+    let (ttl, l4) = match &d.l3 {
+        Some(L3::Ipv4(v4)) => (v4.header.ttl(), &v4.l4),
+        Some(L3::Ipv6(v6)) => (v6.header.hop_limit(), &v6.l4),
+        _ => return (0, None),
+    };
+    let at = |s: &[u8]| {
+        let start = s.as_ptr() as usize - data.as_ptr() as usize;
+        (start, start + s.len())
+    };
+    let seg = match l4 {
+        L4::Tcp(t, _) => Some(at(t.slice())),
+        L4::Udp(u, _) => Some(at(u.slice())),
+        _ => None,
+    };
+    (ttl, seg)
 }
 
 #[test]
