@@ -19,8 +19,13 @@ impl From<Error> for PyErr {
                 path.display().to_string(),
             )),
             Error::PermissionDenied { .. } => PyPermissionError::new_err(message),
+            // OSError picks its subclass from the errno (EISDIR: IsADirectoryError).
             Error::Io { path, source } => PyOSError::new_err((
-                source.raw_os_error().unwrap_or(libc::EIO),
+                source.raw_os_error().unwrap_or(match source.kind() {
+                    std::io::ErrorKind::IsADirectory => libc::EISDIR,
+                    std::io::ErrorKind::NotADirectory => libc::ENOTDIR,
+                    _ => libc::EIO,
+                }),
                 source.to_string(),
                 path.display().to_string(),
             )),
