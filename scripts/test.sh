@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Every test paclo has: the format and lint gates, the Rust suite, the Python suite against the
-# package installed in the checkout's .venv, the stub check, and a bounded fuzz run of the
-# decoder. Run from anywhere. It first runs scripts/setup.sh, which installs what is missing
-# (system packages, Rust, .venv) and reinstalls paclo when the sources changed.
+# Every test paclo has: the format, lint and type gates, the Rust suite, the Python suite
+# against the package installed in the checkout's .venv, the stub check, and a bounded fuzz
+# run of the decoder. Run from anywhere. It first runs scripts/setup.sh, which installs what
+# is missing (system packages, Rust, .venv) and reinstalls paclo when the sources changed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -14,11 +14,12 @@ PATH="$root/.venv/bin:$PATH"
 export PATH VIRTUAL_ENV="$root/.venv"
 py="$root/.venv/bin/python"
 
-echo "== gates: rustfmt, clippy, ruff"
+echo "== gates: rustfmt, clippy, ruff, mypy"
 cargo fmt --check
 cargo clippy --quiet --all-targets -- -D warnings
 cargo clippy --quiet --all-targets --features python -- -D warnings
 "$py" -m ruff check --quiet python tests
+"$py" -m mypy --strict python/paclo
 
 echo "== cargo test"
 cargo test --quiet
