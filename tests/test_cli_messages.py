@@ -5,18 +5,12 @@ from __future__ import annotations
 
 import errno
 import json
-import subprocess
-import sys
 
 import pytest
 from _flows_util import eth, icmp, ipv4, udp, write_pcap
+from test_cli import run
 
 import paclo
-
-
-def run(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "paclo", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, timeout=120)
 
 
 @pytest.fixture(scope="module")
