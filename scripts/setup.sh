@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Make this checkout ready to build, test and run paclo (Debian or Ubuntu):
-#   1. system packages through apt-get: compilers, libpcap, Python's venv, and the tools the
-#      tests cross-check against (tshark, tcpdump, iproute2);
+#   1. the system packages of scripts/apt-packages.txt through apt-get: compilers, libpcap,
+#      Python's venv, and the tools the tests cross-check against (tshark, tcpdump, ...);
 #   2. a Rust toolchain at least as new as Cargo.toml's rust-version, with rustfmt and clippy,
 #      installed by rustup (non-interactive, into ~/.cargo) when cargo is missing or older;
 #   3. a virtual environment .venv in the checkout with paclo and its test extra installed,
@@ -23,10 +23,8 @@ case "${1:-}" in
   *) echo "setup: error: unknown argument: $1 (expected --check or nothing)" >&2; exit 1 ;;
 esac
 
-# libpcap-dev, pkg-config, gcc: the crate; g++: libFuzzer; python3-venv: .venv; curl and
-# ca-certificates: rustup; git: the commit the perf runner records; tshark, tcpdump, iproute2:
-# the files and network namespaces the tests cross-check the reader and capture against.
-APT_PACKAGES=(libpcap-dev pkg-config gcc g++ python3 python3-venv curl ca-certificates git tshark tcpdump iproute2)
+# The system packages: scripts/apt-packages.txt, one a line, '#' starting a comment.
+mapfile -t APT_PACKAGES < <(sed 's/#.*//' scripts/apt-packages.txt | tr -s ' \t' '\n' | grep -v '^$')
 PYTHON=${PYTHON:-python3}
 VENV=$root/.venv
 LOGS=$root/target/setup

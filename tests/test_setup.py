@@ -132,3 +132,28 @@ def test_readme_commands_are_what_ci_runs():
     assert commands[1] == "bash scripts/test.sh"
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
     assert [line for line in ci if line in commands] == commands
+
+
+def _apt_list() -> list[str]:
+    names = []
+    for line in (ROOT / "scripts" / "apt-packages.txt").read_text().splitlines():
+        names += line.split("#", 1)[0].split()
+    return names
+
+
+def test_every_listed_apt_package_is_checked(tmp_path):
+    """setup.sh checks exactly scripts/apt-packages.txt, in its order."""
+    names = _apt_list()
+    assert "libpcap-dev" in names
+    assert "g++" in names
+    assert len(names) == len(set(names))
+    code, lines = _check(tmp_path, "1.95.0", not_installed=tuple(names))
+    assert code == 1
+    assert f"setup: missing: apt packages: {' '.join(names)}" in lines
+
+
+def test_ci_installs_nothing_of_its_own():
+    """The system packages are one list: .ci/run leaves them to setup.sh."""
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "apt-get" not in ci
+    assert "pip install" not in ci
