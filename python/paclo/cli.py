@@ -50,10 +50,11 @@ class _Parser(argparse.ArgumentParser):
         raise CliError(4, message)
 
 
-def _input(path: str) -> str:
+def _input(path: str, *, directories: bool = False) -> str:
+    """An existing capture file (or directory of captures, with ``directories``)."""
     if not os.path.exists(path):
         raise CliError(2, f"input PCAP not found: {os.path.abspath(path)}")
-    if os.path.isdir(path):
+    if not directories and os.path.isdir(path):
         raise CliError(5, f"input is a directory, not a capture file: {os.path.abspath(path)}")
     return path
 
@@ -317,7 +318,7 @@ def to_parquet(args: argparse.Namespace) -> int:
 
     inputs, out = args.inputs, args.output
     for p in inputs:
-        _input(p)
+        _input(p, directories=True)
     kind = cast("Kind", _choice("kind", args.kind, KINDS))
     mode = _choice("mode", args.mode, MODES)
     compression = _choice("compression", args.compression, COMPRESSIONS)
