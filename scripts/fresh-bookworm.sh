@@ -29,6 +29,7 @@ done
 [ "$(id -u)" -eq 0 ] || { echo "fresh-bookworm: needs root (debootstrap, chroot, mounts)" >&2; exit 1; }
 command -v debootstrap >/dev/null || apt-get install -y -q debootstrap >/dev/null
 
+mkdir -p "$src/target"
 base=$src/target/bookworm-base
 run=$src/target/bookworm-run
 log=$src/target/fresh-bookworm.log
