@@ -2,29 +2,34 @@
 # Runs the README's two commands, taken verbatim from README.md, as root on a fresh Debian
 # bookworm: a minimal debootstrap (cached in target/bookworm-base), copied afresh for every
 # run to target/bookworm-run, with a clone of this checkout's HEAD in /root/paclo.
-#   bash scripts/fresh-bookworm.sh [--host-rust] [--keep]
+#   bash scripts/fresh-bookworm.sh [--host-rust] [--first-only] [--keep]
 # --host-rust  bind-mount this machine's rustup toolchains read-only into the root instead of
 #              letting setup.sh download Rust (for machines that cannot reach rustup's server)
+# --first-only run command 1 alone (install everything, the main job), not the test suite
 # --keep       leave target/bookworm-run in place afterwards (it is removed otherwise)
 # Needs root, debootstrap (installed with apt-get when missing) and a Debian mirror. Local CA
 # certificates (/usr/local/share/ca-certificates) are copied in, so a machine behind a
-# TLS-inspecting proxy reaches the package registries from the root as it does outside.
+# TLS-inspecting proxy reaches the package registries from the root as it does outside (pip
+# is pointed at the system's certificate store then).
 # Output goes to the terminal and to target/fresh-bookworm.log; the exit code is the commands'.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 cd "$src"
 host_rust=0
 keep=0
+first_only=0
 for arg in "$@"; do
   case $arg in
     --host-rust) host_rust=1 ;;
     --keep) keep=1 ;;
+    --first-only) first_only=1 ;;
     *) echo "fresh-bookworm: unknown argument: $arg" >&2; exit 1 ;;
   esac
 done
 [ "$(id -u)" -eq 0 ] || { echo "fresh-bookworm: needs root (debootstrap, chroot, mounts)" >&2; exit 1; }
 command -v debootstrap >/dev/null || apt-get install -y -q debootstrap >/dev/null
 
+mkdir -p "$src/target"
 base=$src/target/bookworm-base
 run=$src/target/bookworm-run
 log=$src/target/fresh-bookworm.log
@@ -72,7 +77,10 @@ rm -rf --one-file-system "$run"
 cp -a "$base" "$run"
 git clone -q --no-hardlinks "$src" "$run/root/paclo"
 cp /etc/resolv.conf "$run/etc/resolv.conf"
+local_ca=()
 if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+  # pip trusts its own certificate bundle unless told to use the system's.
+  local_ca=(PIP_CERT=/etc/ssl/certs/ca-certificates.crt)
   mkdir -p "$run/usr/local/share/ca-certificates"
   cp /usr/local/share/ca-certificates/*.crt "$run/usr/local/share/ca-certificates/"
 fi
@@ -91,13 +99,18 @@ if [ "$host_rust" = 1 ]; then
   done
 fi
 
+script="cd /root/paclo && { ${commands[0]}; } && { ${commands[1]}; }"
+if [ "$first_only" = 1 ]; then
+  script="cd /root/paclo && { ${commands[0]}; }"
+  commands=("${commands[0]}")
+fi
 echo "fresh-bookworm: running in a fresh bookworm root, in /root/paclo (a clone of $(git rev-parse --short HEAD)):"
 printf '  %s\n' "${commands[@]}"
 set +e
 chroot "$run" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
   PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-  ${http_proxy:+http_proxy=$http_proxy} ${https_proxy:+https_proxy=$https_proxy} \
-  /bin/bash -c "cd /root/paclo && { ${commands[0]}; } && { ${commands[1]}; }" 2>&1 | tee "$log"
+  ${http_proxy:+http_proxy=$http_proxy} ${https_proxy:+https_proxy=$https_proxy} "${local_ca[@]}" \
+  /bin/bash -c "$script" 2>&1 | tee "$log"
 code=${PIPESTATUS[0]}
 set -e
 echo "fresh-bookworm: exit $code (log: $log)"
