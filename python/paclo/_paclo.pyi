@@ -1,6 +1,7 @@
 from os import PathLike
 
 __all__ = [
+    "ADDRESS_TEXT_MAX_ROWS",
     "ArrowStream",
     "Capture",
     "FanOut",
@@ -9,6 +10,7 @@ __all__ = [
     "PcapWriter",
     "Reader",
     "__version__",
+    "address_text",
     "addresses_to_str",
     "count_packets",
     "dataset_expected",
@@ -23,12 +25,14 @@ __all__ = [
     "libpcap_version",
     "native_alloc_counts",
     "open_capture",
+    "protocol_names",
     "read",
     "read_batches",
     "reduce_device",
     "reduce_path",
     "set_decode_hooks",
     "start_fan_out",
+    "tcp_flag_strings",
 ]
 __version__: str
 
@@ -235,3 +239,12 @@ class FanOutBranch:
     def name(self) -> str: ...
 
 def start_fan_out(capture: Capture, branches: list[tuple[str, str, int]]) -> FanOut: ...
+
+# --- analysis view ---
+ADDRESS_TEXT_MAX_ROWS: int
+
+def address_text(
+    rows: int, addrs: bytes, validity: bytes | None = None, bit_offset: int = 0, versions: bytes | None = None
+) -> tuple[bytes, bytes, bytes | None, int]: ...
+def protocol_names() -> list[str | None]: ...
+def tcp_flag_strings() -> list[str]: ...

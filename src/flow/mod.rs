@@ -9,6 +9,7 @@
 
 pub mod columns;
 pub mod table;
+pub mod text;
 
 use std::path::{Path, PathBuf};
 

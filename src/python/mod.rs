@@ -3,6 +3,7 @@
 //! Bindings are thin: convert arguments, release the GIL around native loops, call the
 //! core. Each area registers its own classes and functions; this file is the one export list.
 
+mod analysis;
 mod capture;
 mod common;
 mod decode;
@@ -21,5 +22,6 @@ fn _paclo(m: &Bound<'_, PyModule>) -> PyResult<()> {
     flow::register(m)?;
     capture::register(m)?;
     perf::register(m)?;
+    analysis::register(m)?;
     Ok(())
 }
