@@ -15,6 +15,7 @@ Flows as an Arrow table::
 from __future__ import annotations
 
 from . import decode_ext
+from ._analysis import analysis_view, ip_range, ip_to_bytes, to_pandas, to_polars
 from ._capture import Capture, FanOut, capture, devices, fan_out, libpcap_version
 from ._decode import decode
 from ._flows import flow_topn, flows, ip_to_str, project, read_batches
@@ -35,6 +36,7 @@ __all__ = [
     "Reduced",
     "TruncatedCaptureWarning",
     "__version__",
+    "analysis_view",
     "bpf",
     "capture",
     "decode",
@@ -43,11 +45,15 @@ __all__ = [
     "fan_out",
     "flow_topn",
     "flows",
+    "ip_range",
+    "ip_to_bytes",
     "ip_to_str",
     "libpcap_version",
     "project",
     "read",
     "read_batches",
     "reduce",
+    "to_pandas",
+    "to_polars",
     "write_pcap",
 ]
