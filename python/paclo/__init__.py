@@ -14,7 +14,7 @@ Flows as an Arrow table::
 
 from __future__ import annotations
 
-from . import decode_ext
+from . import decode_ext, plot
 from ._analysis import analysis_view, ip_range, ip_to_bytes, to_pandas, to_polars
 from ._capture import Capture, FanOut, capture, devices, fan_out, libpcap_version
 from ._decode import decode
@@ -49,6 +49,7 @@ __all__ = [
     "ip_to_bytes",
     "ip_to_str",
     "libpcap_version",
+    "plot",
     "project",
     "read",
     "read_batches",
