@@ -19,6 +19,7 @@ EXIT_FAILED = 5
 
 USAGE = """\
 usage: python -m paclo.perf [options]
+       python -m paclo.perf report RESULTS.json [--compare OTHER.json] --output DIR
 
 Reproducible offline (and live) performance baselines for paclo. Writes
 <output>/results.json (schema version 2).
@@ -288,6 +289,10 @@ def main(argv: list[str] | None = None) -> int:
     """Run the performance runner with `argv` (default: sys.argv[1:]); return the exit code."""
     if argv is None:
         argv = sys.argv[1:]
+    if argv and argv[0] == "report":
+        from .report import main as report_main
+
+        return report_main(argv[1:])
     try:
         opts = parse_args(list(argv))
     except UsageError as exc:
