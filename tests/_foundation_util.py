@@ -149,7 +149,9 @@ def keyboard_interrupt_after(seconds: float):
     """Raise KeyboardInterrupt from a SIGALRM handler ``seconds`` from now: Ctrl-C without
     another thread (which could not run while native code holds the GIL). The garbage
     collector is paused meanwhile, so the handler cannot run inside a gc callback (as
-    Hypothesis installs), where Python would ignore the exception."""
+    Hypothesis installs), where Python would ignore the exception. Enter it inside
+    ``pytest.raises(KeyboardInterrupt)``, so that an alarm which fires before the body starts
+    (a busy machine) is still caught there."""
 
     def interrupt(signum, frame):
         raise KeyboardInterrupt

@@ -383,7 +383,7 @@ def test_ctrl_c_reaches_a_consumer_written_in_c(tmp_path):
     with paclo.capture(path=path, queue_cap=65536) as cap:
         # Let the queue fill so the consumer never waits.
         assert wait_until(lambda: cap.stats()["queue"]["depth"] == 65536, 10)
-        with keyboard_interrupt_after(0.005), pytest.raises(KeyboardInterrupt):
+        with pytest.raises(KeyboardInterrupt), keyboard_interrupt_after(0.005):
             got.extend(cap)
     assert 0 < len(got) < 1_000_000
     assert cap.stats()["stop_reason"] == "closed"

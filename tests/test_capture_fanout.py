@@ -192,7 +192,7 @@ def test_ctrl_c_reaches_a_branch_consumer_written_in_c(tmp_path):
     cap = paclo.capture(path=path, queue_cap=65536)
     with paclo.fan_out(cap, branches={"a": {"mode": "blocking", "cap": 65536}, "b": {"mode": "dropping", "cap": 1}}) as fo:
         assert wait_until(lambda: fo.stats()["branches"]["a"]["buffer"]["depth"] == 65536, 10)
-        with keyboard_interrupt_after(0.005), pytest.raises(KeyboardInterrupt):
+        with pytest.raises(KeyboardInterrupt), keyboard_interrupt_after(0.005):
             got.extend(fo["a"])
     assert 0 < len(got) < 1_000_000
     assert fo.stats()["stop_reason"] == "closed" and cap.state == "closed"

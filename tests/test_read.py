@@ -411,7 +411,7 @@ def test_signal_interrupts_a_reader_consumed_from_c(tmp_path):
     datasets.generate("udp-64", 1_000_000, p)
     got: list = []
     r = paclo.read(p)
-    with keyboard_interrupt_after(0.005), pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt), keyboard_interrupt_after(0.005):
         got.extend(r)
     assert 0 < len(got) < 1_000_000
     assert r.stats()["stop_reason"] is None
@@ -431,7 +431,7 @@ def test_signal_interrupts_a_long_filtered_scan(tmp_path, how):
     p = _many_rejected_then_one_tcp(tmp_path)
     got: list = []
     r = paclo.read(p, filter="tcp")
-    with keyboard_interrupt_after(0.005), pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt), keyboard_interrupt_after(0.005):
         if how == "reader":
             got.extend(r)
         elif how == "reduce":

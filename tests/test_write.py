@@ -154,7 +154,7 @@ def test_write_all_is_interruptible(tmp_path):
     src = tmp_path / "src.pcap"
     datasets.generate("udp-64", 1_000_000, src)
     out: list = []
-    with paclo.PcapWriter(tmp_path / "copy.pcap") as w, keyboard_interrupt_after(0.005), pytest.raises(KeyboardInterrupt):
+    with paclo.PcapWriter(tmp_path / "copy.pcap") as w, pytest.raises(KeyboardInterrupt), keyboard_interrupt_after(0.005):
         out.extend(map(w.write_all, [paclo.read(src)]))
     assert out == []
     assert 0 < w.count < 1_000_000

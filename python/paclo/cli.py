@@ -15,8 +15,8 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Sequence
-from typing import Any, NoReturn
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn, TextIO
 
 FORMATS = ("table", "jsonl", "json", "csv")
 MODES = ("unidir", "bidir")
@@ -75,7 +75,7 @@ def _filter(value: str | None) -> str | None:
     return value
 
 
-def _emit(rows: list[dict[str, Any]], fmt: str, columns: Sequence[str], out=None) -> None:
+def _emit(rows: list[dict[str, Any]], fmt: str, columns: Sequence[str], out: TextIO | None = None) -> None:
     out = out or sys.stdout
     if fmt == "json":
         out.write(json.dumps(rows) + "\n")
@@ -209,14 +209,14 @@ def stats_of(path: str, bpf: str | None, top: int) -> dict[str, Any]:
     return stats
 
 
-def _value_counts(col) -> tuple[list, list]:
+def _value_counts(col: Any) -> tuple[list[Any], list[int]]:
     vc = col.value_counts()
     values = vc.field("values").to_pylist()
     counts = vc.field("counts").to_pylist()
     return values, counts
 
 
-def _top_addresses(t, column: str, top: int) -> list[dict[str, Any]]:
+def _top_addresses(t: Any, column: str, top: int) -> list[dict[str, Any]]:
     import paclo
 
     col = t.column(column)
@@ -325,7 +325,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command is None:
             parser.print_usage(sys.stderr)
             raise CliError(1, "missing COMMAND (flow-topn, pcap-filter, pcap-stats, perf)")
-        return args.run(args)
+        run: Callable[[argparse.Namespace], int] = args.run
+        return run(args)
     except CliError as e:
         print(f"ERROR: {e}", file=sys.stderr)
         return e.code

@@ -44,7 +44,7 @@ def _pace(due_ns: int) -> None:
 
 
 def send(host: str, port: int, rate: int, frame_size: int, senders: int, packets: int | None = None,
-         duration_ms: int | None = None, start_delay_ms: int = 0) -> dict:
+         duration_ms: int | None = None, start_delay_ms: int = 0) -> dict[str, Any]:
     """Send the datagrams and return the report (see the module doc)."""
     if (packets is None) == (duration_ms is None):
         raise ValueError("give exactly one of packets and duration_ms")
@@ -126,10 +126,10 @@ def send(host: str, port: int, rate: int, frame_size: int, senders: int, packets
     }
 
 
-def _parse(argv: list[str]) -> dict | None:
+def _parse(argv: list[str]) -> dict[str, Any] | None:
     known = {"--host", "--port", "--packets", "--duration-ms", "--rate", "--frame-size", "--senders",
              "--start-delay-ms"}
-    raw = {}
+    raw: dict[str, str] = {}
     i = 0
     while i < len(argv):
         arg = argv[i]
