@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .plot import C_LOOP, C_WALK, available_kinds, plot, stat
-from .results import read_results
+from .plots import available_kinds, plot, stat
+from .results import offline_table, read_results
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["Report", "main", "offline_table", "write_report"]
+__all__ = ["Report", "main", "write_report"]
 
 EXIT_USAGE = 1
 EXIT_NOT_FOUND = 2
@@ -55,37 +55,6 @@ def _fmt(value: float | None, digits: int = 0) -> str:
 def _median(result: Mapping[str, Any], name: str) -> float | None:
     s = stat(result, name)
     return None if s is None else s.median
-
-
-def offline_table(doc: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
-    """The offline medians, one row per case and scenario: packets/s, ns/packet, native and
-    Python bytes per packet, and the speed as a multiple of the C ``pcap_next_ex`` loop
-    (``x C loop``) and of the C mmap walk (``x walk``) where those peers ran."""
-    results = list(doc.get("offline") or [])
-    refs: dict[str, dict[str, float]] = {}
-    for r in results:
-        if r.get("scenario") in (C_LOOP, C_WALK):
-            pps = _median(r, "packets_per_sec")
-            if pps:
-                refs.setdefault(str(r["scenario"]), {})[str(r.get("case"))] = pps
-    header = ["case", "scenario", "runs", "packets/s", "ns/packet", "native B/packet", "Python B/packet"]
-    columns = [(C_LOOP, "x C loop"), (C_WALK, "x walk")]
-    header += [label for scenario, label in columns if scenario in refs]
-    rows = []
-    for r in results:
-        name = str(r["scenario"])
-        if "only the first" in str(r.get("note") or "") and isinstance(r.get("packets"), int):
-            name += f" (first {r['packets']:,} packets)"
-        pps = _median(r, "packets_per_sec")
-        row = [str(r.get("case")), name, str(len(r.get("runs") or [])), _fmt(pps), _fmt(_median(r, "ns_per_packet"), 1),
-               _fmt(_median(r, "native_allocated_bytes_per_packet"), 2),
-               _fmt(_median(r, "python_allocated_bytes_per_packet"), 0)]
-        for scenario, _ in columns:
-            if scenario in refs:
-                base = refs[scenario].get(str(r.get("case")))
-                row.append(_fmt(pps / base, 2) if base and pps is not None else "-")
-        rows.append(row)
-    return header, rows
 
 
 def _live_table(doc: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:

@@ -1,4 +1,4 @@
-"""paclo.perf.plot: offline throughput and allocation, live rates and loss stages, compare;
+"""paclo.perf.plot (paclo.perf.plots): offline throughput and allocation, live rates and loss stages, compare;
 and the HTML report (python -m paclo.perf report)."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from _perf_util import SpecDatasets
 pytest.importorskip("matplotlib")
 
 from paclo.perf import cli, runner
-from paclo.perf.plot import plot
+from paclo.perf.plots import plot
 from paclo.perf.report import write_report
 
 ROOT = Path(__file__).resolve().parents[1]
