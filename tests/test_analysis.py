@@ -189,3 +189,20 @@ def test_a_record_batch_and_a_stream_are_accepted(capture):
     table = paclo.flows(capture)
     batch = table.to_batches()[0]
     assert paclo.analysis_view(batch).equals(paclo.analysis_view(table))
+
+
+def test_view_option_on_project_and_flows(capture):
+    assert paclo.flows(capture, view="analysis").equals(paclo.analysis_view(paclo.flows(capture)))
+    assert paclo.project(capture, view="analysis").equals(paclo.analysis_view(paclo.project(capture)))
+    numeric = paclo.flows(capture, view="numeric")
+    assert numeric.schema.field("src_ip").type == pa.binary(16) and numeric.equals(paclo.flows(capture))
+    with pytest.raises(ValueError, match=r"view must be 'numeric' \(lossless\) or 'analysis', not 'text'"):
+        paclo.flows(capture, view="text")
+    with pytest.raises(ValueError, match="view must be"):
+        paclo.project(capture, view=None)
+
+
+def test_ip_to_str_and_the_view_agree(capture):
+    table = paclo.project(capture)
+    view = paclo.analysis_view(table)
+    assert paclo.ip_to_str(table.column("src_ip"), table.column("ip_version")).to_pylist() == view.column("src_ip").to_pylist()

@@ -17,6 +17,7 @@ from typing import Any, Literal
 import pyarrow as pa
 
 from . import _paclo
+from ._analysis import address_strings, analysis_view
 
 __all__ = ["flow_topn", "flows", "ip_to_str", "project", "read_batches"]
 
@@ -53,15 +54,30 @@ def _check_filter(filter: Any) -> str | None:
     raise TypeError(f"filter must be a BPF expression (str) or None, not {type(filter).__name__}")
 
 
-def project(source: Any, *, filter: str | None = None) -> pa.Table:
+View = Literal["numeric", "analysis"]
+
+
+def _check_view(view: Any) -> None:
+    if view not in ("numeric", "analysis"):
+        raise ValueError(f"view must be 'numeric' (lossless) or 'analysis', not {view!r}")
+
+
+def _view(table: pa.Table, view: View) -> pa.Table:
+    """``table`` as it is (``"numeric"``, lossless) or as its analysis view."""
+    return analysis_view(table) if view == "analysis" else table
+
+
+def project(source: Any, *, filter: str | None = None, view: View = "numeric") -> pa.Table:
     """One row per packet: ``ts_ns, caplen, len, ip_version, protocol, src_ip, dst_ip,
     src_port, dst_port, vlan_id, tcp_flags`` (see docs/flows.md for the column dictionary).
 
     ``source`` is a path, a list of paths (projected in parallel, rows in file order) or
-    an open ``Reader`` (its file is projected from the start).
+    an open ``Reader`` (its file is projected from the start). ``view="analysis"`` returns
+    the analysis view (text addresses, time types, protocol names: ``paclo.analysis_view``).
     """
+    _check_view(view)
     stream = _paclo.flow_project(_paths(source), filter=_check_filter(filter))
-    return pa.table(stream)
+    return _view(pa.table(stream), view)
 
 
 def flows(
@@ -71,6 +87,7 @@ def flows(
     idle_timeout: float | None = None,
     active_timeout: float | None = None,
     filter: str | None = None,
+    view: View = "numeric",
 ) -> pa.Table:
     """The flow table: one row per flow, aggregated natively.
 
@@ -78,10 +95,12 @@ def flows(
     no packet arrived for ``idle_timeout`` or when it has lasted ``active_timeout``, and
     the table then has an ``expiration_reason`` column. ``bidirectional=True`` keys flows
     by the canonical endpoint pair (the smaller endpoint first) and adds per-direction
-    counters. A list of paths is aggregated as one capture.
+    counters. A list of paths is aggregated as one capture. ``view="analysis"`` returns
+    the analysis view (text addresses, time types, protocol names: ``paclo.analysis_view``).
     """
     if not isinstance(bidirectional, bool):
         raise TypeError(f"bidirectional must be True or False, not {bidirectional!r}")
+    _check_view(view)
     for name, value in (("idle_timeout", idle_timeout), ("active_timeout", active_timeout)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
             raise TypeError(f"{name} must be a number of seconds or None, not {value!r}")
@@ -92,7 +111,7 @@ def flows(
         active_timeout=None if active_timeout is None else float(active_timeout),
         filter=_check_filter(filter),
     )
-    return pa.table(stream)
+    return _view(pa.table(stream), view)
 
 
 def flow_topn(
@@ -141,29 +160,6 @@ def read_batches(path: str | os.PathLike[str], *, batch_size: int = 65536, filte
     return stream
 
 
-def _to_fixed16(arr: pa.Array) -> pa.Array:
-    if pa.types.is_fixed_size_binary(arr.type) and arr.type.byte_width == 16:
-        return arr
-    if pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type) or pa.types.is_null(arr.type):
-        return arr.cast(pa.binary(16))
-    raise TypeError(f"ip_to_str needs 16-byte binary addresses, not {arr.type}")
-
-
-def _strings(arr: pa.Array, version: pa.Array | None) -> pa.Array:
-    arr = _to_fixed16(arr)
-    if len(arr) == 0:
-        return pa.array([], type=pa.string())
-    data = arr.buffers()[1]
-    buf = memoryview(data)[arr.offset * 16 : (arr.offset + len(arr)) * 16] if data is not None else b""
-    valid = arr.is_valid().to_numpy(zero_copy_only=False).astype("uint8").tobytes()
-    versions = None
-    if version is not None:
-        if len(version) != len(arr):
-            raise ValueError(f"version has {len(version)} rows, the addresses {len(arr)}")
-        versions = version.fill_null(0).cast(pa.uint8()).to_numpy(zero_copy_only=False).tobytes()
-    return pa.array(_paclo.addresses_to_str(bytes(buf), valid, versions), type=pa.string())
-
-
 def _as_arrow(column: Any) -> pa.Array | pa.ChunkedArray:
     if isinstance(column, (pa.Array, pa.ChunkedArray)):
         return column
@@ -195,24 +191,12 @@ def ip_to_str(column: Any, version: Any = None) -> Any:
         if len(column) != 16:
             raise ValueError(f"an address is 16 bytes, got {len(column)}")
         v = None if version is None else pa.array([version], type=pa.uint8())
-        return _strings(pa.array([bytes(column)], type=pa.binary(16)), v)[0].as_py()
+        return address_strings(pa.array([bytes(column)], type=pa.binary(16)), v)[0].as_py()
     ver = None if version is None else _as_arrow_version(version)
     kind = type(column).__module__.split(".")[0]
     arrow = _as_arrow(column)
-    if isinstance(arrow, pa.ChunkedArray):
-        if ver is not None:
-            ver = ver.combine_chunks() if isinstance(ver, pa.ChunkedArray) else ver
-            chunks, start = [], 0
-            for c in arrow.chunks:
-                chunks.append(_strings(c, ver.slice(start, len(c))))
-                start += len(c)
-        else:
-            chunks = [_strings(c, None) for c in arrow.chunks]
-        out: Any = pa.chunked_array(chunks, type=pa.string())
-    else:
-        if isinstance(ver, pa.ChunkedArray):
-            ver = ver.combine_chunks()
-        out = _strings(arrow, ver)
+    text = address_strings(arrow, ver)
+    out: Any = text if isinstance(arrow, pa.ChunkedArray) else text.combine_chunks()
     if kind == "pyarrow" or isinstance(column, (pa.Array, pa.ChunkedArray)):
         return out
     if kind == "pandas":
