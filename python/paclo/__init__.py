@@ -14,7 +14,7 @@ Flows as an Arrow table::
 
 from __future__ import annotations
 
-from . import decode_ext, plot
+from . import decode_ext, demo, plot
 from ._analysis import analysis_view, ip_range, ip_to_bytes, to_pandas, to_polars
 from ._capture import Capture, FanOut, capture, devices, fan_out, libpcap_version
 from ._decode import decode
@@ -41,6 +41,7 @@ __all__ = [
     "capture",
     "decode",
     "decode_ext",
+    "demo",
     "devices",
     "fan_out",
     "flow_topn",
