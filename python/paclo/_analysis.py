@@ -111,7 +111,8 @@ def _new_name(name: str, names: set[str]) -> str:
     return name if short in names else short
 
 
-def _as_table(table: Any) -> pa.Table:
+def as_table(table: Any) -> pa.Table:
+    """A pyarrow Table from a Table, a RecordBatch or anything with ``__arrow_c_stream__``."""
     if isinstance(table, pa.Table):
         return table
     if isinstance(table, pa.RecordBatch):
@@ -141,7 +142,7 @@ def analysis_view(table: Any) -> pa.Table:
     Columns keep their order; the schema metadata is kept and gains ``paclo.view:
     analysis``. A table that is already an analysis view is returned as it is.
     """
-    table = _as_table(table)
+    table = as_table(table)
     if is_analysis_view(table):
         return table
     names = set(table.column_names)

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._analysis import address_strings
+from ._analysis import as_table as _table
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -26,16 +27,6 @@ __all__ = ["flow_sizes", "top_talkers", "traffic"]
 
 NICE_SECONDS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900,
                 1800, 3600, 7200, 21600, 43200, 86400)
-
-
-def _table(table: Any) -> pa.Table:
-    if isinstance(table, pa.Table):
-        return table
-    if isinstance(table, pa.RecordBatch):
-        return pa.Table.from_batches([table])
-    if hasattr(table, "__arrow_c_stream__"):
-        return pa.table(table)
-    raise TypeError(f"table must be a pyarrow Table from paclo.project or paclo.flows, not {type(table).__name__}")
 
 
 def _axes(ax: Axes | None, width: float = 8.0, height: float = 3.6) -> Axes:
