@@ -165,7 +165,7 @@ fn zero_run(g: &[u16; 8]) -> (usize, usize) {
 /// Write the IPv6 text of `b` into `buf` and return its length (39 bytes at most): groups
 /// in lowercase hex without leading zeros, with the first longest zero run as `::` when
 /// `compress`.
-fn ipv6_into(buf: &mut [u8; 40], b: &[u8; 16], compress: bool) -> usize {
+fn ipv6_into(buf: &mut [u8; IP_TEXT_BUF], b: &[u8; 16], compress: bool) -> usize {
     let g = groups(b);
     let (run_start, run_len) = if compress { zero_run(&g) } else { (8, 0) };
     let mut len = 0;
@@ -202,7 +202,7 @@ fn ipv6_into(buf: &mut [u8; 40], b: &[u8; 16], compress: bool) -> usize {
 
 /// Eight groups, no leading zeros, no `::` (the reference's uncompressed form).
 pub fn ipv6_full(b: &[u8; 16]) -> Ipv6Text {
-    let mut buf = [0u8; 40];
+    let mut buf = [0u8; IP_TEXT_BUF];
     let len = ipv6_into(&mut buf, b, false);
     Ipv6Text::from_ascii(&buf[..len])
 }
@@ -210,7 +210,7 @@ pub fn ipv6_full(b: &[u8; 16]) -> Ipv6Text {
 /// RFC 5952 text: lowercase, no leading zeros, the first longest run of two or more zero
 /// groups as `::`. IPv4-mapped addresses are written in hex groups too.
 pub fn ipv6_compact(b: &[u8; 16]) -> Ipv6Text {
-    let mut buf = [0u8; 40];
+    let mut buf = [0u8; IP_TEXT_BUF];
     let len = ipv6_into(&mut buf, b, true);
     Ipv6Text::from_ascii(&buf[..len])
 }
@@ -236,11 +236,15 @@ static DEC: [[u8; 4]; 256] = {
     t
 };
 
-/// Append the dotted quad of `b` to `out` (one table lookup per byte).
+/// Size of the buffer [`ip16_into`] and [`ipv4_into`] write into: the longest text (an IPv6
+/// address of eight four-digit groups, 39 bytes) and the slack of a four-byte store.
+pub const IP_TEXT_BUF: usize = 40;
+
+/// Write the dotted quad of `b` at the start of `buf` (one table lookup per byte); returns
+/// its length (15 at most).
 #[inline]
-fn write_ipv4(out: &mut Vec<u8>, b: [u8; 4]) {
-    // 15 bytes at most; the last octet's three-byte copy may reach byte 15.
-    let mut buf = [0u8; 16];
+pub fn ipv4_into(buf: &mut [u8; IP_TEXT_BUF], b: [u8; 4]) -> usize {
+    // The last octet's three-byte copy may reach byte 15.
     let mut len = 0;
     for (i, &x) in b.iter().enumerate() {
         if i > 0 {
@@ -251,25 +255,35 @@ fn write_ipv4(out: &mut Vec<u8>, b: [u8; 4]) {
         buf[len..len + 3].copy_from_slice(&d[1..]);
         len += usize::from(d[0]);
     }
-    out.extend_from_slice(&buf[..len]);
+    len
 }
 
-/// Append the text of a 16-byte address as the tables store it (IPv4 as IPv4-mapped IPv6)
-/// to `out`: a mapped address is a dotted quad, unless `ipv6` says the packet was IPv6,
-/// which gives the mixed form `::ffff:a.b.c.d` (RFC 5952 §5); any other address is
-/// RFC 5952 text.
+/// Write the text of a 16-byte address as the tables store it (IPv4 as IPv4-mapped IPv6)
+/// at the start of `buf`; returns its length. A mapped address is a dotted quad, unless
+/// `ipv6` says the packet was IPv6, which gives the mixed form `::ffff:a.b.c.d` (RFC 5952
+/// §5); any other address is RFC 5952 text.
+#[inline]
+pub fn ip16_into(buf: &mut [u8; IP_TEXT_BUF], a: &[u8; 16], ipv6: bool) -> usize {
+    if a[..12] != MAPPED_PREFIX {
+        return ipv6_into(buf, a, true);
+    }
+    let v4 = [a[12], a[13], a[14], a[15]];
+    if !ipv6 {
+        return ipv4_into(buf, v4);
+    }
+    let mut quad = [0u8; IP_TEXT_BUF];
+    let n = ipv4_into(&mut quad, v4);
+    buf[..7].copy_from_slice(b"::ffff:");
+    buf[7..7 + n].copy_from_slice(&quad[..n]);
+    7 + n
+}
+
+/// Append the text [`ip16_into`] writes to `out`.
 #[inline]
 pub fn write_ip16(out: &mut Vec<u8>, a: &[u8; 16], ipv6: bool) {
-    if a[..12] != MAPPED_PREFIX {
-        let mut buf = [0u8; 40];
-        let len = ipv6_into(&mut buf, a, true);
-        out.extend_from_slice(&buf[..len]);
-        return;
-    }
-    if ipv6 {
-        out.extend_from_slice(b"::ffff:");
-    }
-    write_ipv4(out, [a[12], a[13], a[14], a[15]]);
+    let mut buf = [0u8; IP_TEXT_BUF];
+    let len = ip16_into(&mut buf, a, ipv6);
+    out.extend_from_slice(&buf[..len]);
 }
 
 #[cfg(test)]
@@ -344,9 +358,9 @@ mod tests {
         #[test]
         fn ipv4_matches_std(b in proptest::array::uniform4(proptest::num::u8::ANY)) {
             proptest::prop_assert_eq!(ipv4(&b).as_str().to_string(), std::net::Ipv4Addr::from(b).to_string());
-            let mut v = Vec::new();
-            write_ipv4(&mut v, b);
-            proptest::prop_assert_eq!(String::from_utf8(v).unwrap(), std::net::Ipv4Addr::from(b).to_string());
+            let mut buf = [0u8; IP_TEXT_BUF];
+            let n = ipv4_into(&mut buf, b);
+            proptest::prop_assert_eq!(std::str::from_utf8(&buf[..n]).unwrap(), std::net::Ipv4Addr::from(b).to_string());
         }
     }
 }

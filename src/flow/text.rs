@@ -1,12 +1,59 @@
-//! Text for people reading tables: address columns as Arrow string buffers, protocol names,
-//! TCP flag letters.
+//! Text for people: addresses (dotted IPv4, RFC 5952 IPv6), endpoints (`ip:port`,
+//! `[v6]:port`) and protocol names as `flow_topn` prints them; and, for the analysis view,
+//! whole address columns as Arrow string buffers, protocol names and TCP flag letters.
 //!
-//! The lossless tables keep addresses as 16 bytes and protocols and flags as numbers; the
-//! analysis view turns them into text. Address columns are formatted here in one pass into
-//! the two buffers of an Arrow `string` array (offsets and values), with no allocation per
-//! row, so a caller can wrap them without building one Python string per address.
+//! The lossless tables keep addresses as 16 bytes and protocols and flags as numbers. Address
+//! columns are formatted here in one pass into the two buffers of an Arrow `string` array
+//! (offsets and values), with no allocation per row, so a caller can wrap them without
+//! building one Python string per address.
 
 use crate::decode::addr;
+use crate::decode::fastpath::ip_proto;
+
+pub use crate::decode::addr::MAPPED_PREFIX;
+
+/// Append the text of a 16-byte address: dotted IPv4 for version 4, RFC 5952 IPv6
+/// otherwise (an IPv4-mapped IPv6 address in the mixed form `::ffff:a.b.c.d`, RFC 5952 §5).
+pub fn write_addr(out: &mut String, version: u8, a: &[u8; 16]) {
+    let mut buf = [0u8; addr::IP_TEXT_BUF];
+    let len = if version == 4 {
+        addr::ipv4_into(&mut buf, [a[12], a[13], a[14], a[15]])
+    } else {
+        addr::ip16_into(&mut buf, a, true)
+    };
+    // The writers emit ASCII only.
+    out.push_str(core::str::from_utf8(&buf[..len]).unwrap_or(""));
+}
+
+/// The version to print an address of a table column with: 4 when it is IPv4-mapped,
+/// unless the row's `ip_version` says 6.
+pub fn column_version(a: &[u8; 16], row_version: Option<u8>) -> u8 {
+    if a[..12] == MAPPED_PREFIX && row_version != Some(6) {
+        4
+    } else {
+        6
+    }
+}
+
+/// An endpoint as text: `ip:port`, `[ipv6]:port`, or the address alone without a port.
+pub fn endpoint(version: u8, a: &[u8; 16], port: Option<u16>) -> String {
+    let mut ip = String::with_capacity(39);
+    write_addr(&mut ip, version, a);
+    match port {
+        Some(p) if version == 6 => format!("[{ip}]:{p}"),
+        Some(p) => format!("{ip}:{p}"),
+        None => ip,
+    }
+}
+
+/// The short name of an IP protocol `flow_topn` prints (`icmp`, `tcp`, `udp`, `icmp6`),
+/// `None` for the others (printed as numbers).
+pub fn proto_name(p: u8) -> Option<&'static str> {
+    match p {
+        ip_proto::ICMP | ip_proto::TCP | ip_proto::UDP | ip_proto::ICMPV6 => protocol_name(p),
+        _ => None,
+    }
+}
 
 /// Bytes of one stored address.
 const ADDR: usize = 16;
@@ -106,8 +153,8 @@ pub fn address_text(
         if is_valid(i) {
             bitmap[i / 8] |= 1 << (i % 8);
             let a: &[u8; ADDR] = a.try_into().unwrap_or(&[0; ADDR]);
-            let ipv6 = versions.is_some_and(|v| v[i] == 6);
-            addr::write_ip16(&mut out.values, a, ipv6);
+            let version = column_version(a, versions.map(|v| v[i]));
+            addr::write_ip16(&mut out.values, a, version == 6);
         } else {
             out.null_count += 1;
         }
@@ -174,6 +221,36 @@ pub fn tcp_flags_text(flags: u8) -> addr::StackStr<8> {
 mod tests {
     use super::*;
     use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+    fn mapped(v4: [u8; 4]) -> [u8; 16] {
+        let mut a = [0; 16];
+        a[..12].copy_from_slice(&MAPPED_PREFIX);
+        a[12..].copy_from_slice(&v4);
+        a
+    }
+
+    #[test]
+    fn endpoints_and_names() {
+        let v4 = mapped([10, 0, 0, 1]);
+        assert_eq!(endpoint(4, &v4, Some(53)), "10.0.0.1:53");
+        assert_eq!(endpoint(6, &v4, Some(53)), "[::ffff:10.0.0.1]:53");
+        let mut v6 = [0; 16];
+        v6[..2].copy_from_slice(&[0x20, 0x01]);
+        v6[2..4].copy_from_slice(&[0x0d, 0xb8]);
+        v6[15] = 1;
+        assert_eq!(endpoint(6, &v6, None), "2001:db8::1");
+        assert_eq!(endpoint(6, &v6, Some(443)), "[2001:db8::1]:443");
+        assert_eq!(
+            (column_version(&v4, None), column_version(&v4, Some(6))),
+            (4, 6)
+        );
+        assert_eq!(column_version(&v6, Some(4)), 6);
+        assert_eq!(
+            (proto_name(6), proto_name(17), proto_name(58), proto_name(1)),
+            (Some("tcp"), Some("udp"), Some("icmp6"), Some("icmp"))
+        );
+        assert_eq!(proto_name(47), None);
+    }
 
     fn stored(ip: IpAddr) -> [u8; 16] {
         match ip {

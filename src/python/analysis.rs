@@ -21,7 +21,7 @@ type TextBuffers<'py> = (
 /// of IPv6 packets, whose mapped addresses print as `::ffff:a.b.c.d`.
 #[pyfunction]
 #[pyo3(signature = (rows, addrs, validity = None, bit_offset = 0, versions = None))]
-fn address_text<'py>(
+pub fn address_text<'py>(
     py: Python<'py>,
     rows: usize,
     addrs: &[u8],
@@ -42,22 +42,14 @@ fn address_text<'py>(
 
 /// The name of every protocol number 0-255 (None where it has no common name).
 #[pyfunction]
-fn protocol_names() -> Vec<Option<&'static str>> {
+pub fn protocol_names() -> Vec<Option<&'static str>> {
     (0..=255).map(text::protocol_name).collect()
 }
 
 /// The flag letters of every TCP flags byte 0-255 (`"AS"` for 0x12).
 #[pyfunction]
-fn tcp_flag_strings() -> Vec<String> {
+pub fn tcp_flag_strings() -> Vec<String> {
     (0..=255)
         .map(|f| text::tcp_flags_text(f).as_str().to_string())
         .collect()
-}
-
-pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(address_text, m)?)?;
-    m.add("ADDRESS_TEXT_MAX_ROWS", text::MAX_ROWS)?;
-    m.add_function(wrap_pyfunction!(protocol_names, m)?)?;
-    m.add_function(wrap_pyfunction!(tcp_flag_strings, m)?)?;
-    Ok(())
 }
