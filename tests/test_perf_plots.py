@@ -334,6 +334,11 @@ def test_report_command_line(quick, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == f"[perf] wrote {out / 'report.html'}"
     assert (out / "report.html").exists() and "[perf] wrote 6 plots (PNG)" in proc.stderr
+    # it says where it is: the drawing, then each PNG as it is written
+    steps = [line for line in proc.stderr.splitlines() if line.startswith("[perf] report: ")]
+    assert steps[0] == f"[perf] report: drawing the plots into {out}"
+    assert sorted(s.split()[-1] for s in steps[1:]) == sorted(p.name for p in out.glob("*.png"))
+    assert [s.split()[2] for s in steps[1:]] == [f"{i}/6" for i in range(1, 7)]
     # the directory holding results.json works too
     assert cli.main(["report", str(quick.parent), "--output", str(tmp_path / "dir")]) == 0
 

@@ -13,7 +13,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -159,11 +159,19 @@ figcaption{font-size:.8em;color:#555}code{font-size:.9em}
 """
 
 
-def write_report(results: Any, output: str | os.PathLike[str], *, compare: Any = None, dpi: int = 100) -> Report:
+def write_report(
+    results: Any,
+    output: str | os.PathLike[str],
+    *,
+    compare: Any = None,
+    dpi: int = 100,
+    progress: Callable[[str], None] | None = None,
+) -> Report:
     """Write the plots of ``results`` as PNG files into ``output`` and ``output/report.html``.
 
     ``results`` and ``compare`` are results.json paths (or their directories) or results
-    dicts; with ``compare``, ``results`` is the "before" run. Returns what was written.
+    dicts; with ``compare``, ``results`` is the "before" run. ``progress``, if given, is
+    called with a line naming each step (drawing, each PNG written). Returns what was written.
     """
     doc = read_results(results)
     other = read_results(compare) if compare is not None else None
@@ -196,10 +204,15 @@ def write_report(results: Any, output: str | os.PathLike[str], *, compare: Any =
         parts.append(_html_table(header, rows) if rows else "<p>The two results have no offline case and scenario in common.</p>")
     plots: list[Path] = []
     section = None
-    for name, title, fig in _figures(doc, other):
+    if progress is not None:
+        progress(f"drawing the plots into {out}")
+    figures = _figures(doc, other)
+    for i, (name, title, fig) in enumerate(figures, 1):
         path = out / name
         data = _png(fig, path, dpi)
         plots.append(path)
+        if progress is not None:
+            progress(f"{i}/{len(figures)} {name}")
         if title != section:
             parts.append(f"<h2>{html.escape(title)}</h2>")
             section = title
@@ -253,7 +266,8 @@ def main(argv: Sequence[str]) -> int:
         if path is not None and not os.path.exists(path):
             return _error(f"results file not found: {path}", EXIT_NOT_FOUND)
     try:
-        report = write_report(results, output, compare=compare)
+        report = write_report(results, output, compare=compare,
+                              progress=lambda line: print(f"[perf] report: {line}", file=sys.stderr, flush=True))
     except (ValueError, KeyError, TypeError, json.JSONDecodeError) as exc:
         return _error(f"not a usable results file: {exc}", EXIT_VALUE)
     except FileNotFoundError as exc:
