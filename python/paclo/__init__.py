@@ -23,6 +23,7 @@ from ._io import PcapWriter, Reduced, read, reduce, write_pcap
 from ._paclo import Packet, Reader, __version__
 from .bpf import bpf
 from .exceptions import CaptureError, PacloError, PcapFormatError, TruncatedCaptureWarning
+from .parquet import to_parquet
 
 __all__ = [
     "Capture",
@@ -56,6 +57,7 @@ __all__ = [
     "read_batches",
     "reduce",
     "to_pandas",
+    "to_parquet",
     "to_polars",
     "write_pcap",
 ]

@@ -100,6 +100,12 @@ def _view(table: pa.Table, view: View) -> pa.Table:
     return analysis_view(table) if view == "analysis" else table
 
 
+def _table(stream: _paclo.ArrowStream) -> pa.Table:
+    # Not pa.table(stream): it asks pandas whether the stream is a DataFrame, and so
+    # imports pandas (a second or more) on the first call of a process.
+    return pa.RecordBatchReader.from_stream(stream).read_all()
+
+
 def project(
     source: Any = None,
     *,
@@ -123,7 +129,7 @@ def project(
     _check_view(view)
     src = _source("project", source, device, duration=duration, limit=limit, live=live)
     stream = _paclo.flow_project(src, filter=_check_filter(filter))
-    return _view(pa.table(stream), view)
+    return _view(_table(stream), view)
 
 
 def flows(
@@ -162,7 +168,7 @@ def flows(
         active_timeout=None if active_timeout is None else float(active_timeout),
         filter=_check_filter(filter),
     )
-    return _view(pa.table(stream), view)
+    return _view(_table(stream), view)
 
 
 def flow_topn(
