@@ -4,6 +4,8 @@ pandas, polars and duckdb ways in."""
 from __future__ import annotations
 
 import ipaddress
+import subprocess
+import sys
 
 import pyarrow as pa
 import pytest
@@ -189,6 +191,22 @@ def test_a_record_batch_and_a_stream_are_accepted(capture):
     table = paclo.flows(capture)
     batch = table.to_batches()[0]
     assert paclo.analysis_view(batch).equals(paclo.analysis_view(table))
+    stream = pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
+    assert not isinstance(stream, pa.Table) and hasattr(stream, "__arrow_c_stream__")
+    assert paclo.analysis_view(stream).equals(paclo.analysis_view(table))
+
+
+def test_the_view_does_not_import_pandas(capture):
+    # pandas costs a second or more to import; a view for duckdb or a Parquet file needs none.
+    code = (
+        "import sys, paclo\n"
+        f"t = paclo.analysis_view(paclo.flows({str(capture)!r}))\n"
+        f"p = paclo.project({str(capture)!r}, view='analysis')\n"
+        "assert t.column('protocol')[0].as_py() == 'udp' and p.num_rows == 8, (t, p)\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 def test_view_option_on_project_and_flows(capture):

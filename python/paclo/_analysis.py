@@ -13,6 +13,7 @@ from __future__ import annotations
 import ipaddress
 from typing import TYPE_CHECKING, Any, Literal
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -33,6 +34,15 @@ ADDRESS_COLUMNS = ("src_ip", "dst_ip")
 _names: dict[str, pa.Array] = {}
 
 
+def _string_array(values: list[str]) -> pa.Array:
+    # From buffers: pa.array asks pandas whether the list is a Series, and so imports pandas
+    # (a second or more) on the first view of a process.
+    data = [v.encode() for v in values]
+    offsets = np.zeros(len(data) + 1, dtype=np.int32)
+    np.cumsum([len(d) for d in data], out=offsets[1:])
+    return pa.StringArray.from_buffers(len(data), pa.py_buffer(offsets), pa.py_buffer(b"".join(data)))
+
+
 def _name_table(kind: str) -> pa.Array:
     """The 256-entry string array that maps a protocol number or a TCP flags byte to text."""
     table = _names.get(kind)
@@ -41,9 +51,13 @@ def _name_table(kind: str) -> pa.Array:
             values = [name if name is not None else str(i) for i, name in enumerate(_paclo.protocol_names())]
         else:
             values = _paclo.tcp_flag_strings()
-        table = pa.array(values, type=pa.string())
+        table = _string_array(values)
         _names[kind] = table
     return table
+
+
+# A zero taken from an array: pa.scalar(0) would import pandas (it checks for pandas.NA).
+_UINT8_ZERO = pa.Array.from_buffers(pa.uint8(), 1, [None, pa.py_buffer(b"\0")])[0]
 
 
 def _fixed16(arr: pa.Array) -> pa.Array:
@@ -69,7 +83,7 @@ def _text_chunk(arr: pa.Array, versions: pa.Array | None) -> pa.Array:
     valid = _slice_bytes(validity, off // 8, (off + n + 7) // 8) if arr.null_count else None
     vers = None
     if versions is not None:
-        v = versions.fill_null(0).cast(pa.uint8())
+        v = versions.cast(pa.uint8()).fill_null(_UINT8_ZERO)
         vers = _slice_bytes(v.buffers()[1], v.offset, v.offset + n) if n else b""
     offsets, values, out_valid, nulls = _paclo.address_text(n, addrs or b"", valid, off % 8 if valid else 0, vers)
     bitmap = pa.py_buffer(out_valid) if out_valid is not None else None
@@ -118,7 +132,7 @@ def as_table(table: Any) -> pa.Table:
     if isinstance(table, pa.RecordBatch):
         return pa.Table.from_batches([table])
     if hasattr(table, "__arrow_c_stream__"):
-        return pa.table(table)
+        return pa.RecordBatchReader.from_stream(table).read_all()
     raise TypeError(f"table must be a pyarrow Table or RecordBatch (from paclo.flows or paclo.project), not {type(table).__name__}")
 
 
