@@ -31,6 +31,7 @@ __all__ = [
     "set_decode_hooks",
     "start_fan_out",
     "tcp_flag_strings",
+    "udp_generate",
 ]
 __version__: str
 
@@ -148,6 +149,19 @@ def native_alloc_counts() -> tuple[int, int]: ...
 def generate_dataset(case: str, count: int, path: str | PathLike[str]) -> tuple[int, int, int]: ...
 def dataset_expected(case: str, count: int) -> tuple[int, int]: ...
 def dataset_frame(case: str, index: int) -> bytes: ...
+def udp_generate(
+    host: str,
+    port: int,
+    rate: int,
+    *,
+    packets: int | None = None,
+    duration_ms: int | None = None,
+    frame_size: int = 64,
+    senders: int = 1,
+    batch: int = 64,
+    start_delay_ms: int = 0,
+    cpus: Sequence[int] | None = None,
+) -> dict[str, Any]: ...
 
 # --- decoder ---
 def decode_bytes(data: bytes, linktype: int) -> dict[str, object]: ...
