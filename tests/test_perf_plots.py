@@ -184,9 +184,12 @@ def live_document(quick: Path, *, realized: bool = True) -> dict:
                                         "kernel_dropped": 0, "interface_dropped": 0, "queue_enqueued": processed,
                                         "queue_dropped": dropped, "consumer_processed": processed, "consumer_gap": 0,
                                         "send_loss": dropped},
-                       "capture_errors": [], "elapsed_ns": 2_000_000_000 + i, "process_cpu_ns": 900_000_000}
-                if realized:
-                    run["realized_send_pps"] = sent / 2
+                       "capture_errors": [], "elapsed_ns": 2_000_000_000 + i, "process_cpu_ns": 900_000_000,
+                       "realized_send_pps": sent / 2 if realized else None,
+                       "realized_send_source": "generator" if realized else None,
+                       "capture_window_ns": 2_000_000_000 - i, "generator_limited": False if realized else None,
+                       "ring": None, "capture_cpu_ns": 800_000_000, "cpu_ns_per_packet": 800_000_000 / processed,
+                       "stop_reason": "duration"}
                 runs.append(run)
             summary = {}
             for name in ("sustained_processed_pps", "send_loss_rate", "queue_drop_rate", "kernel_drop_rate",
@@ -201,10 +204,14 @@ def live_document(quick: Path, *, realized: bool = True) -> dict:
                             "environment": env, "runs": runs, "summary": summary,
                             "sustainability": {"drop_threshold": 0.001, "end_to_end": True, "total_runs": 2,
                                                "passing_runs": 2 if loss == 0 else 0, "all_runs_pass": loss == 0,
-                                               "max_passing_processed_pps": None}})
+                                               "max_passing_processed_pps": None, "generator_limited": False,
+                                               "certified_pps": target if loss == 0 else None,
+                                               "verdict": "pass" if loss == 0 else "fail"}})
     doc["live"] = results
     doc["max_sustainable_by_scenario"] = {"live-sync-raw": {"target_pps": 50_000, "processed_pps": 49_999.5,
-                                                            "realized_send_pps": 49_999.5, "source": "loopback"}}
+                                                            "realized_send_pps": 49_999.5, "certified_pps": 49_999.5,
+                                                            "generator_limited": False, "verdict": "pass",
+                                                            "upper_bound_pps": None, "source": "loopback"}}
     return doc
 
 
@@ -325,6 +332,13 @@ def test_report_live(quick, tmp_path):
     names = [p.name for p in report.plots]
     assert "live-rates.png" in names and "live-loss-10000pps.png" in names and "live-loss-50000pps.png" in names
     assert "<h2>Live runs</h2>" in page and "Highest sustained rate per scenario" in page
+    # the certified rate with its verdict; no failure above it, so it is a floor
+    assert "<td>live-sync-raw</td><td>pass</td><td class=num>50,000</td><td class=num>none (a floor)</td>" in page
+    # each live result's verdict, and a generator-limited run said so
+    doc = live_document(quick)
+    doc["live"][3]["sustainability"]["generator_limited"] = True
+    page = check_page(write_report(doc, tmp_path / "limited"))
+    assert page.count(">fail</td>") == 2 and page.count(">generator-limited</td>") == 1
 
 
 def test_report_command_line(quick, tmp_path):

@@ -297,8 +297,9 @@ def _target(result: Mapping[str, Any]) -> float | None:
     return value
 
 
-def _generator_limited(result: Mapping[str, Any]) -> bool:
-    if result.get("generator_limited") is True:
+def generator_limited(result: Mapping[str, Any]) -> bool:
+    """Whether the sender fell short of the target in this live result (or any of its runs)."""
+    if result.get("generator_limited") is True or (result.get("sustainability") or {}).get("generator_limited") is True:
         return True
     return any(r.get("generator_limited") is True for r in result.get("runs") or [])
 
@@ -322,7 +323,7 @@ def _live(doc: Mapping[str, Any]) -> list[Figure]:
             processed = stat(r, "sustained_processed_pps")
             if offered is None or processed is None:
                 continue
-            points.append((offered, processed, stat(r, "send_loss_rate"), _generator_limited(r)))
+            points.append((offered, processed, stat(r, "send_loss_rate"), generator_limited(r)))
         points.sort(key=lambda p: p[0])
         if not points:
             continue
@@ -394,7 +395,7 @@ def _loss(doc: Mapping[str, Any]) -> list[Figure]:
             continue
         labels = []
         for r in group:
-            suffix = " (generator-limited)" if _generator_limited(r) else ""
+            suffix = " (generator-limited)" if generator_limited(r) else ""
             labels.append(f"{r['scenario']}{suffix}")
         ax.set_yticks(ys, labels)
         ax.invert_yaxis()

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .plots import available_kinds, plot, stat
+from .plots import available_kinds, generator_limited, plot, stat
 from .results import offline_table, read_results
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ def _median(result: Mapping[str, Any], name: str) -> float | None:
 
 def _live_table(doc: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     header = ["target pps", "scenario", "runs", "realized send pps", "processed pps", "end-to-end loss",
-              "worst stage", "passing runs", "note"]
+              "worst stage", "passing runs", "verdict", "note"]
     stages = ("kernel_drop_rate", "interface_drop_rate", "queue_drop_rate", "consumer_gap_rate")
     rows = []
     for r in doc.get("live") or []:
@@ -67,14 +67,14 @@ def _live_table(doc: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
         loss = _median(r, "send_loss_rate")
         worst = max(((name, v) for name in stages if (v := _median(r, name)) is not None), key=lambda x: x[1], default=None)
         sus = r.get("sustainability") or {}
-        limited = r.get("generator_limited") is True or any(x.get("generator_limited") is True for x in r.get("runs") or [])
         rows.append([
             _fmt(target if isinstance(target, (int, float)) else None), str(r.get("scenario")),
             str(len(r.get("runs") or [])), _fmt(_median(r, "realized_send_pps")), _fmt(_median(r, "sustained_processed_pps")),
             "-" if loss is None else f"{loss:.3%}",
             "-" if worst is None else f"{worst[0].removesuffix('_rate').replace('_', ' ')} {worst[1]:.3%}",
             f"{sus.get('passing_runs', '-')}/{sus.get('total_runs', '-')}" if sus else "-",
-            "generator-limited" if limited else "",
+            str(sus.get("verdict") or "-"),
+            "generator-limited" if generator_limited(r) else "",
         ])
     return header, rows
 
@@ -193,10 +193,13 @@ def write_report(
         parts.append("<h2>Live runs</h2>" + _html_table(*_live_table(doc)))
         best = doc.get("max_sustainable_by_scenario")
         if isinstance(best, Mapping) and best:
-            rows = [[str(k), _fmt(v.get("target_pps")), _fmt(v.get("realized_send_pps")), _fmt(v.get("processed_pps"))]
+            rows = [[str(k), str(v.get("verdict") or "-"), _fmt(v.get("certified_pps")),
+                     _fmt(v.get("upper_bound_pps")) if v.get("upper_bound_pps") is not None else "none (a floor)",
+                     _fmt(v.get("target_pps")), _fmt(v.get("realized_send_pps")), _fmt(v.get("processed_pps"))]
                     for k, v in best.items()]
             parts.append("<h3>Highest sustained rate per scenario (every run within 0.1%)</h3>"
-                         + _html_table(["scenario", "target pps", "realized send pps", "processed pps"], rows))
+                         + _html_table(["scenario", "verdict", "certified pps", "failed at pps", "target pps",
+                                        "realized send pps", "processed pps"], rows))
     if other is not None:
         header, rows = _compare_table(doc, other)
         parts.append("<h2>Before and after</h2><p>Before: this file; after: "
