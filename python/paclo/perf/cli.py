@@ -21,6 +21,7 @@ __all__ = ["EXIT_CHOICE", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_USAGE", "EXIT
 
 USAGE = """\
 usage: python -m paclo.perf [options]
+       python -m paclo.perf report RESULTS.json [--compare OTHER.json] --output DIR
 
 Reproducible offline (and live) performance baselines for paclo. Writes
 <output>/results.json (schema version 2).
@@ -85,6 +86,10 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"paclo.perf {version('paclo')}")
         return 0
+    if argv and argv[0] == "report":
+        from .report import main as report_main
+
+        return report_main(argv[1:])
     try:
         opts = parse_args(list(argv))
     except UsageError as exc:
