@@ -126,6 +126,9 @@ LIVE_MATRIX: dict[str, LiveScenario] = {
                                       "queue_mode": None},
 }
 
+# What the live sweep binds on its port: hold (never read), drain (read and discard), none.
+SINK_MODES = ("hold", "drain", "none")
+
 # Live scenarios, in the order they run.
 LIVE_SCENARIOS = tuple(LIVE_MATRIX)
 
