@@ -101,11 +101,36 @@ pub fn for_each_packet<S: PacketSource + ?Sized>(
     }
 }
 
-/// Batches and a possible truncation warning.
-pub type Batches = (Vec<RecordBatch>, Option<Error>);
+/// What a walk over files noticed without failing, for the caller to warn about.
+#[derive(Debug, Default)]
+pub struct Notices {
+    /// The first truncated last record, in file order (the packets before it were used).
+    pub truncated: Option<Error>,
+    /// For each file with records longer than their snaplen (read whole), in file order,
+    /// the message naming the first of them.
+    pub oversized: Vec<String>,
+}
 
-/// Project every packet of `source` into batches of `batch_size` rows; `None` if `stop`
-/// ended the walk early.
+impl Notices {
+    /// Add what reading `reader` to the end (or to `truncated`) noticed.
+    fn add(&mut self, reader: &FileReader, truncated: Option<Error>) {
+        self.truncated = self.truncated.take().or(truncated);
+        self.oversized
+            .extend(reader.oversized().message(reader.path()));
+    }
+
+    /// Append the notices of later files.
+    fn extend(&mut self, later: Notices) {
+        self.truncated = self.truncated.take().or(later.truncated);
+        self.oversized.extend(later.oversized);
+    }
+}
+
+/// Batches, and what reading them noticed.
+pub type Batches = (Vec<RecordBatch>, Notices);
+
+/// Project every packet of `source` into batches of `batch_size` rows, with the truncated
+/// last record if there was one; `None` if `stop` ended the walk early.
 ///
 /// # Errors
 /// As [`for_each_packet`].
@@ -114,7 +139,7 @@ pub fn project_source<S: PacketSource + ?Sized>(
     filter: &mut dyn PacketFilter,
     batch_size: usize,
     stop: Stop<'_>,
-) -> Result<Option<Batches>> {
+) -> Result<Option<(Vec<RecordBatch>, Option<Error>)>> {
     let mut b = ProjectionBuilder::new(batch_size);
     let mut out = Vec::new();
     let walk = for_each_packet(source, filter, stop, |p| {
@@ -166,24 +191,31 @@ pub fn project_files(
         let (mut r, mut f) = open(p, filter)?;
         // A record takes at least 16 bytes: no batch needs more rows than that allows.
         let rows = usize::try_from(r.file_len() / 16 + 1).unwrap_or(usize::MAX);
-        project_source(&mut r, &mut *f, batch_size.min(rows), stop)
+        let Some((batches, truncated)) =
+            project_source(&mut r, &mut *f, batch_size.min(rows), stop)?
+        else {
+            return Ok(None);
+        };
+        let mut notices = Notices::default();
+        notices.add(&r, truncated);
+        Ok(Some((batches, notices)))
     };
     if let [p] = paths {
         return one(p, stop);
     }
     let parts: Vec<Result<Option<Batches>>> = paths.par_iter().map(|p| one(p, stop)).collect();
     let mut out = Vec::new();
-    let mut warn = None;
+    let mut notices = Notices::default();
     for part in parts {
-        let Some((b, w)) = part? else { return Ok(None) };
+        let Some((b, n)) = part? else { return Ok(None) };
         out.extend(b);
-        warn = warn.or(w);
+        notices.extend(n);
     }
-    Ok(Some((out, warn)))
+    Ok(Some((out, notices)))
 }
 
-/// A flow table and a possible truncation warning.
-pub type Table = (FlowTable, Option<Error>);
+/// A flow table, and what reading it noticed.
+pub type Table = (FlowTable, Notices);
 
 /// Aggregate files as one capture. Without timeouts one rayon task per file builds a
 /// partial table and the partial tables are merged (equal to the sequential result);
@@ -198,17 +230,17 @@ pub fn flows_files(
     opts: FlowOptions,
     stop: Stop<'_>,
 ) -> Result<Option<Table>> {
-    let mut warn = None;
+    let mut notices = Notices::default();
     if opts.idle_timeout_ns.is_some() || opts.active_timeout_ns.is_some() || paths.len() < 2 {
         let mut table = FlowTable::new(opts);
         for p in paths {
             let (mut r, mut f) = open(p, filter)?;
             match flows_source(&mut r, &mut *f, &mut table, stop)? {
-                Walk::Done(w) => warn = warn.or(w),
+                Walk::Done(w) => notices.add(&r, w),
                 Walk::Stopped => return Ok(None),
             }
         }
-        return Ok(Some((table, warn)));
+        return Ok(Some((table, notices)));
     }
     let parts: Vec<Result<Option<Table>>> = paths
         .par_iter()
@@ -216,18 +248,22 @@ pub fn flows_files(
             let mut t = FlowTable::new(opts);
             let (mut r, mut f) = open(p, filter)?;
             Ok(match flows_source(&mut r, &mut *f, &mut t, stop)? {
-                Walk::Done(w) => Some((t, w)),
+                Walk::Done(w) => {
+                    let mut n = Notices::default();
+                    n.add(&r, w);
+                    Some((t, n))
+                }
                 Walk::Stopped => None,
             })
         })
         .collect();
     let mut table = FlowTable::new(opts);
     for part in parts {
-        let Some((t, w)) = part? else { return Ok(None) };
+        let Some((t, n)) = part? else { return Ok(None) };
         table.merge(t);
-        warn = warn.or(w);
+        notices.extend(n);
     }
-    Ok(Some((table, warn)))
+    Ok(Some((table, notices)))
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use memmap2::Mmap;
 
 use super::classic::{self, ClassicCursor};
 use super::pcapng::{NgCursor, BLOCK_SHB};
-use super::{FileFormat, Issue};
+use super::{FileFormat, Issue, Oversized};
 use crate::error::{Error, Result};
 use crate::source::{PacketSource, RawPacket};
 
@@ -64,6 +64,24 @@ impl RecordCursor {
         match self {
             RecordCursor::Pcap(c) => c.next(buf),
             RecordCursor::PcapNg(c) => c.next(buf),
+        }
+    }
+
+    /// Whether a record longer than its snaplen is a format error (`true`) or read whole
+    /// and counted in [`RecordCursor::oversized`] (the default).
+    pub fn set_strict(&mut self, strict: bool) {
+        match self {
+            RecordCursor::Pcap(c) => c.set_strict(strict),
+            RecordCursor::PcapNg(c) => c.set_strict(strict),
+        }
+    }
+
+    /// The records read whole although longer than their snaplen.
+    #[inline]
+    pub fn oversized(&self) -> &Oversized {
+        match self {
+            RecordCursor::Pcap(c) => c.oversized(),
+            RecordCursor::PcapNg(c) => c.oversized(),
         }
     }
 
@@ -148,6 +166,18 @@ impl FileReader {
             linktype,
             snaplen,
         })
+    }
+
+    /// Whether a record longer than its snaplen is a format error (`true`) or read whole
+    /// and counted in [`FileReader::oversized`] (the default).
+    pub fn set_strict(&mut self, strict: bool) {
+        self.cursor.set_strict(strict);
+    }
+
+    /// The records read so far whole although longer than their snaplen.
+    #[inline]
+    pub fn oversized(&self) -> &Oversized {
+        self.cursor.oversized()
     }
 
     /// The path this reader was opened with.

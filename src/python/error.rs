@@ -8,6 +8,7 @@ use crate::error::Error;
 pyo3::import_exception!(paclo.exceptions, PcapFormatError);
 pyo3::import_exception!(paclo.exceptions, CaptureError);
 pyo3::import_exception!(paclo.exceptions, TruncatedCaptureWarning);
+pyo3::import_exception!(paclo.exceptions, OversizedRecordWarning);
 
 impl From<Error> for PyErr {
     fn from(err: Error) -> PyErr {

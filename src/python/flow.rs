@@ -20,7 +20,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyCapsule, PyDict, PyList, PyString};
 
-use super::error::TruncatedCaptureWarning;
+use super::error::{OversizedRecordWarning, TruncatedCaptureWarning};
 use crate::decode::addr;
 use crate::decode::fastpath::{self, FlowFields};
 use crate::error::{Error, Result};
@@ -106,8 +106,14 @@ fn make_filter(expr: Option<&str>, reader: &FileReader) -> Result<Box<dyn Packet
     }
 }
 
-fn warn_truncated(py: Python<'_>, warn: Option<Error>) -> PyResult<()> {
-    if let Some(e) = warn {
+/// Warn about what a walk over files noticed: one warning per file with records longer
+/// than their snaplen, then the first truncated last record.
+fn warn_notices(py: Python<'_>, notices: flow::Notices) -> PyResult<()> {
+    for m in notices.oversized {
+        let message = CString::new(m).unwrap_or_default();
+        PyErr::warn(py, &py.get_type::<OversizedRecordWarning>(), &message, 2)?;
+    }
+    if let Some(e) = notices.truncated {
         let message = CString::new(format!("{e}; every complete packet before it was used"))
             .unwrap_or_default();
         PyErr::warn(py, &py.get_type::<TruncatedCaptureWarning>(), &message, 2)?;
@@ -231,6 +237,18 @@ impl ArrowStream {
             .call_method0("read_next_batch")?
             .unbind();
         if let Some(Content::Raw(raw)) = guard.as_mut() {
+            if !raw.oversized_warned {
+                if let Some(m) = raw.source.oversized().message(raw.source.path()) {
+                    raw.oversized_warned = true;
+                    let message = CString::new(m).unwrap_or_default();
+                    let warned =
+                        PyErr::warn(py, &py.get_type::<OversizedRecordWarning>(), &message, 1);
+                    if let Err(e) = warned {
+                        raw.ready = Some(out);
+                        return Err(e);
+                    }
+                }
+            }
             // A signal that arrived while the batch was read: raise now, keep the batch.
             if let Err(e) = py.check_signals() {
                 raw.ready = Some(out);
@@ -332,10 +350,10 @@ fn flow_project(
     }
     let make = factory(filter);
     let parallel = paths.len() > 1;
-    let (batches, warn) = interruptible(py, parallel, |stop| {
+    let (batches, notices) = interruptible(py, parallel, |stop| {
         flow::project_files(&paths, &make, batch_size, stop)
     })?;
-    warn_truncated(py, warn)?;
+    warn_notices(py, notices)?;
     Ok(ArrowStream::from_batches(
         columns::projection_schema(),
         batches,
@@ -361,10 +379,10 @@ fn build_table(
     let paths = nonempty(paths)?;
     let make = factory(filter);
     let parallel = paths.len() > 1;
-    let (table, warn) = interruptible(py, parallel, |stop| {
+    let (table, notices) = interruptible(py, parallel, |stop| {
         flow::flows_files(&paths, &make, opts, stop)
     })?;
-    warn_truncated(py, warn)?;
+    warn_notices(py, notices)?;
     Ok(table)
 }
 
@@ -476,6 +494,8 @@ struct RawReader {
     schema: SchemaRef,
     /// A batch converted for Python and held back by a signal, returned next.
     ready: Option<Py<PyAny>>,
+    /// Whether the warning about records longer than their snaplen was given.
+    oversized_warned: bool,
 }
 
 /// What one [`RawReader::pull`] found.
@@ -569,6 +589,7 @@ fn read_batches(path: PathBuf, batch_size: usize, filter: Option<String>) -> PyR
         done: false,
         schema: schema.clone(),
         ready: None,
+        oversized_warned: false,
     };
     Ok(ArrowStream {
         schema,

@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyType};
 
 use super::common::{to_python_mapped, DecodeMode};
-use super::error::TruncatedCaptureWarning;
+use super::error::{OversizedRecordWarning, TruncatedCaptureWarning};
 use crate::error::Error;
 use crate::pcap::{FileFilter, FileFormat, FileReader};
 use crate::source::{PacketSource, RawPacket};
@@ -251,6 +251,8 @@ struct ReadStats {
     decode_errors: u64,
     bytes: u64,
     truncated: bool,
+    /// Records read whole although longer than their snaplen.
+    oversized_records: u64,
     state: &'static str,
     stop_reason: Option<&'static str>,
     error: Option<(String, String)>,
@@ -272,6 +274,7 @@ impl ReadStats {
             decode_errors: 0,
             bytes: 0,
             truncated: false,
+            oversized_records: 0,
             state: "running",
             stop_reason: None,
             error: None,
@@ -321,6 +324,7 @@ impl ReadStats {
             None => d.set_item("error", py.None())?,
         }
         d.set_item("truncated", self.truncated)?;
+        d.set_item("oversized_records", self.oversized_records)?;
         Ok(d)
     }
 }
@@ -395,6 +399,8 @@ struct FileLoop {
     limit: Option<u64>,
     stats: ReadStats,
     progress: Option<Progress>,
+    /// Whether the warning about records longer than their snaplen was given.
+    oversized_warned: bool,
 }
 
 /// A packet of the map, by position: no borrow of the loop.
@@ -442,8 +448,10 @@ impl FileLoop {
         filter: Option<&str>,
         limit: Option<u64>,
         progress: bool,
+        strict: bool,
     ) -> crate::error::Result<FileLoop> {
-        let reader = FileReader::open(path)?;
+        let mut reader = FileReader::open(path)?;
+        reader.set_strict(strict);
         let filter = match filter {
             Some(expr) => Some(FileFilter::for_reader(expr, &reader)?),
             None => None,
@@ -459,6 +467,7 @@ impl FileLoop {
             filter,
             limit,
             progress,
+            oversized_warned: false,
         })
     }
 
@@ -515,13 +524,15 @@ impl FileLoop {
             self.stats.captured += 1;
             self.stats.processed += 1;
             self.stats.bytes += u64::from(pkt.caplen);
-            return Ok(Next::Packet(PacketRef {
+            let r = PacketRef {
                 ts_ns: pkt.ts_ns,
                 caplen: pkt.caplen,
                 wirelen: pkt.wirelen,
                 linktype: pkt.linktype,
                 offset: (pkt.data.as_ptr() as usize).wrapping_sub(base),
-            }));
+            };
+            self.stats.oversized_records = self.reader.oversized().count;
+            return Ok(Next::Packet(r));
         }
         self.end("eof");
         Ok(Next::End)
@@ -539,15 +550,39 @@ impl FileLoop {
         Ok(step)
     }
 
+    /// Warn, once per file, that a record longer than its snaplen was read whole: called
+    /// after each packet handed to Python (`stacklevel` as in [`on_error`](Self::on_error)).
+    #[inline]
+    fn warn_oversized(&mut self, py: Python<'_>, stacklevel: i32) -> PyResult<()> {
+        if self.oversized_warned || self.stats.oversized_records == 0 {
+            return Ok(());
+        }
+        self.oversized_warned = true;
+        let message = self
+            .reader
+            .oversized()
+            .message(self.reader.path())
+            .unwrap_or_default();
+        let message = CString::new(message).unwrap_or_default();
+        PyErr::warn(
+            py,
+            &py.get_type::<OversizedRecordWarning>(),
+            &message,
+            stacklevel,
+        )
+    }
+
     fn end(&mut self, reason: &'static str) {
         if let Some(p) = self.progress.as_mut() {
             p.done(self.reader.position());
         }
         self.progress = None;
+        self.stats.oversized_records = self.reader.oversized().count;
         self.stats.finish("closed", reason);
     }
 
     fn fail(&mut self, e: &Error) {
+        self.stats.oversized_records = self.reader.oversized().count;
         self.stats.error = Some(("PcapFormatError".into(), e.to_string()));
         self.stats.finish("failed", "error");
     }
@@ -626,6 +661,7 @@ impl Reader {
                 if decode_error {
                     l.stats.decode_errors += 1;
                 }
+                l.warn_oversized(py, 1)?;
                 return Ok(Some(obj));
             }
             Ok(Next::End | Next::Pending) => return Ok(None),
@@ -728,7 +764,7 @@ fn read(
 ) -> PyResult<Reader> {
     let mode = DecodeMode::parse(decode)?;
     let limit = parse_limit(limit)?;
-    let l = FileLoop::open(&path, filter, limit, progress)?;
+    let l = FileLoop::open(&path, filter, limit, progress, strict)?;
     let handle = Py::new(py, MappedFile(Arc::clone(l.reader.shared_map())))?;
     Ok(Reader {
         inner: Some(l),
@@ -760,7 +796,7 @@ fn reduce_path<'py>(
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyDict>)> {
     let mode = DecodeMode::parse(decode)?;
     let limit = parse_limit(limit)?;
-    let mut l = FileLoop::open(&path, filter, limit, false)?;
+    let mut l = FileLoop::open(&path, filter, limit, false, strict)?;
     let handle = Py::new(py, MappedFile(Arc::clone(l.reader.shared_map())))?;
     let mut acc = init;
     loop {
@@ -772,6 +808,7 @@ fn reduce_path<'py>(
                 if decode_error {
                     l.stats.decode_errors += 1;
                 }
+                l.warn_oversized(py, 2)?;
                 acc = func.call1((acc, obj))?;
                 if acc.is_instance(&reduced_type)? {
                     acc = acc.getattr("value")?;
@@ -807,7 +844,7 @@ fn count_packets(
 ) -> PyResult<(u64, u64)> {
     const CHUNK: u64 = SIGNAL_CHECK_EVERY;
     let limit = parse_limit(limit)?;
-    let mut l = FileLoop::open(&path, filter, limit, false)?;
+    let mut l = FileLoop::open(&path, filter, limit, false, false)?;
     loop {
         let outcome: crate::error::Result<bool> = py.detach(|| {
             for _ in 0..CHUNK {
