@@ -36,9 +36,10 @@ use std::fmt;
 /// Link types the fast path reads: the decoder's (the pcap LINKTYPE registry numbers).
 pub mod linktype {
     pub use crate::decode::link::{
-        LINKTYPE_ETHERNET as ETHERNET, LINKTYPE_LINUX_SLL as LINUX_SLL,
-        LINKTYPE_LINUX_SLL2 as LINUX_SLL2, LINKTYPE_LOOP as LOOP, LINKTYPE_NULL as NULL,
-        LINKTYPE_RAW as RAW, LINKTYPE_RAW_BSD as RAW_12, LINKTYPE_RAW_OPENBSD as RAW_14,
+        LINKTYPE_ETHERNET as ETHERNET, LINKTYPE_IPV4 as IPV4, LINKTYPE_IPV6 as IPV6,
+        LINKTYPE_LINUX_SLL as LINUX_SLL, LINKTYPE_LINUX_SLL2 as LINUX_SLL2, LINKTYPE_LOOP as LOOP,
+        LINKTYPE_NULL as NULL, LINKTYPE_RAW as RAW, LINKTYPE_RAW_BSD as RAW_12,
+        LINKTYPE_RAW_OPENBSD as RAW_14,
     };
 }
 
@@ -223,7 +224,9 @@ pub fn parse(linktype: u32, data: &[u8], out: &mut FlowFields) {
             };
             ether(data, ETH_HEADER_LEN, et, out);
         }
-        linktype::RAW | linktype::RAW_12 | linktype::RAW_14 => ip(data, out),
+        linktype::RAW | linktype::RAW_12 | linktype::RAW_14 | linktype::IPV4 | linktype::IPV6 => {
+            ip(data, out)
+        }
         linktype::LINUX_SLL => {
             let Some(et) = be16(data, SLL_PROTOCOL_OFFSET) else {
                 out.error = Some(StopReason::TruncatedLink);
@@ -671,6 +674,12 @@ mod tests {
             Some(StopReason::TruncatedLink)
         );
         assert_eq!(run(147, &ip).ip_version, 0);
+        assert!(run(linktype::IPV4, &ip).has_ports);
+        assert_eq!(run(linktype::IPV6, &ip).ip_version, 4);
+        assert_eq!(
+            run(linktype::IPV6, &[]).error,
+            Some(StopReason::TruncatedIp)
+        );
     }
 
     #[test]

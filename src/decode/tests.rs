@@ -337,7 +337,11 @@ fn every_link_type() {
     null_be6.extend_from_slice(&ip6);
     let mut lp = vec![0, 0, 0, 2];
     lp.extend_from_slice(&ip);
-    let cases: [(u32, &[u8], LinkKind, u16); 8] = [
+    let cases: [(u32, &[u8], LinkKind, u16); 11] = [
+        (LINKTYPE_IPV4, &ip, LinkKind::RawIpv4, 0x0800),
+        (LINKTYPE_IPV6, &ip6, LinkKind::RawIpv6, 0x86DD),
+        // The version nibble picks the header, as under an EtherType.
+        (LINKTYPE_IPV4, &ip6, LinkKind::RawIpv4, 0x0800),
         (LINKTYPE_RAW, &ip, LinkKind::Raw, 0x0800),
         (LINKTYPE_RAW, &ip6, LinkKind::Raw, 0x86DD),
         (LINKTYPE_RAW_BSD, &ip, LinkKind::Raw, 0x0800),
@@ -372,6 +376,16 @@ fn every_link_type() {
         decode(LINKTYPE_RAW, &[0x50]).error.unwrap().to_string(),
         "invalid IP header: IP version 5 at offset 0"
     );
+    assert_eq!(
+        decode(LINKTYPE_IPV6, &[0x50]).error.unwrap().to_string(),
+        "invalid IPv6 header: IP version 5 at offset 0"
+    );
+    let d = decode(LINKTYPE_IPV4, &[]);
+    assert_eq!(
+        d.error.unwrap().to_string(),
+        "truncated IPv4 header: need 20 bytes, have 0 at offset 0"
+    );
+    assert_eq!(d.link.unwrap().kind.name(), "raw_ipv4");
 }
 
 /// Cut `frame` at every length and check the error names `layer` at `offset` when the cut

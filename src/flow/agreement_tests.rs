@@ -307,6 +307,17 @@ fn corpus_and_every_prefix_agree_with_the_decoder() {
     sll2.extend_from_slice(&[0; 18]);
     sll2.extend_from_slice(&ip);
     frames.push((linktype::LINUX_SLL2, sll2));
+    frames.push((linktype::IPV4, ip.clone()));
+    frames.push((
+        linktype::IPV6,
+        testdata::ipv6(
+            testdata::V6A,
+            testdata::V6B,
+            &[],
+            17,
+            &testdata::udp(1, 2, 3),
+        ),
+    ));
     for (lt, head) in [
         (linktype::NULL, [2u8, 0, 0, 0]),
         (linktype::NULL, [0, 0, 0, 2]),
@@ -329,7 +340,7 @@ fn corpus_and_every_prefix_agree_with_the_decoder() {
 /// The decoder's golden frames: the fuzz seeds, each a link-type index (into the fuzz
 /// target's table) followed by the frame.
 fn golden_frames() -> Vec<(u32, Vec<u8>)> {
-    const SEED_LINKTYPES: [u32; 9] = [0, 1, 12, 14, 101, 108, 113, 276, 147];
+    const SEED_LINKTYPES: [u32; 11] = [0, 1, 12, 14, 101, 108, 113, 276, 147, 228, 229];
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/decode");
     let mut out = Vec::new();
     for entry in
@@ -375,7 +386,8 @@ fn decoder_linktype() -> impl Strategy<Value = u32> {
         Just(linktype::LOOP),
         Just(linktype::RAW_12),
         Just(linktype::RAW_14),
-        Just(228u32),
+        Just(linktype::IPV4),
+        Just(linktype::IPV6),
         Just(9999u32),
     ]
 }

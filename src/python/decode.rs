@@ -60,7 +60,7 @@ strings! {
     raw = "raw", qname = "qname", qtype = "qtype", qclass = "qclass", qtype_name = "qtype_name",
     sni = "sni", alpn = "alpn",
     v_ethernet = "ethernet", v_raw = "raw", v_linux_sll = "linux_sll", v_linux_sll2 = "linux_sll2",
-    v_null = "null", v_loop = "loop",
+    v_null = "null", v_loop = "loop", v_raw_ipv4 = "raw_ipv4", v_raw_ipv6 = "raw_ipv6",
     v_ipv4 = "ipv4", v_ipv6 = "ipv6", v_arp = "arp", v_unknown_l3 = "unknown_l3",
     v_tcp = "tcp", v_udp = "udp", v_icmpv4 = "icmpv4", v_icmpv6 = "icmpv6", v_icmp = "icmp",
     v_icmp6 = "icmp6", v_ipv4_fragment = "ipv4_fragment", v_ipv6_fragment = "ipv6_fragment",
@@ -373,6 +373,8 @@ fn link_fields(m: &Map<'_>, k: &Strings, link: &Link<'_>) -> PyResult<()> {
         K::Raw => &k.v_raw,
         K::LinuxSll => &k.v_linux_sll,
         K::LinuxSll2 => &k.v_linux_sll2,
+        K::RawIpv4 => &k.v_raw_ipv4,
+        K::RawIpv6 => &k.v_raw_ipv6,
         K::Null => &k.v_null,
         K::Loop => &k.v_loop,
     };
