@@ -14,8 +14,10 @@
 //! - EtherType 0x0800 and 0x86DD dispatch on the IP version nibble.
 //! - IPv4: IHL >= 5 and the whole header present. The payload ends at `total_length`
 //!   unless that is smaller than the header or larger than the captured bytes (then the
-//!   captured bytes are used). Unless the packet is a non-first fragment, an AH header (51)
-//!   is skipped and its next header becomes the protocol.
+//!   captured bytes are used); a `total_length` from 1 to below the header is recorded
+//!   (`InvalidIpv4TotalLength`) and the walk goes on (0 is presumed offloaded segmentation).
+//!   Unless the packet is a non-first fragment, an AH header (51) is skipped and its next
+//!   header becomes the protocol.
 //! - IPv6: 40 bytes. Payload length 0 or beyond the capture means "to the end". Extension
 //!   headers 0 (only first), 43, 60, 44 (fragment) and 51 (AH) are walked, at most
 //!   [`MAX_IPV6_EXT_HEADERS`]; anything else (ESP 50 included) is the protocol. A non-first
@@ -23,7 +25,9 @@
 //!   protocol is unknown (`has_protocol == false`) when an extension header is cut, a
 //!   hop-by-hop header is not first, there are too many, an AH has length 0, or the
 //!   options of a hop-by-hop or destination-options header overrun it.
-//! - Ports: UDP needs 8 bytes; TCP needs its whole header (data offset >= 5). Non-first
+//! - Ports: UDP needs 8 bytes (a length field below 8 is recorded, `InvalidUdpLength`, with
+//!   the ports kept; 0 is allowed under an IPv6 payload length of 0); TCP needs its whole
+//!   header (data offset >= 5). Non-first
 //!   fragments (IPv4 offset != 0, IPv6 fragment offset != 0) have no ports; first
 //!   fragments have them when the L4 header is present.
 //!
@@ -79,6 +83,7 @@ const IPV6_MORE_FRAGMENTS: u16 = 0x0001;
 const AH_MIN_LEN: usize = 12;
 
 const UDP_HEADER_LEN: usize = 8;
+const UDP_LENGTH_OFFSET: usize = 4;
 const TCP_MIN_HEADER_LEN: usize = 20;
 const TCP_DATA_OFFSET: usize = 12;
 const TCP_FLAGS_OFFSET: usize = 13;
@@ -121,6 +126,8 @@ pub enum StopReason {
     InvalidIpVersion,
     /// IPv4 IHL below 5.
     InvalidIpv4HeaderLength,
+    /// IPv4 total length above 0 and below the header length (the walk goes on).
+    InvalidIpv4TotalLength,
     /// An IPv6 extension header or an AH header is cut.
     TruncatedExtension,
     /// An IPv4 AH header with a zero payload length.
@@ -129,6 +136,8 @@ pub enum StopReason {
     TruncatedTransport,
     /// TCP data offset below 5.
     InvalidTcpHeader,
+    /// UDP length below 8 (0 allowed in an IPv6 jumbogram); the ports are kept.
+    InvalidUdpLength,
 }
 
 impl StopReason {
@@ -144,6 +153,8 @@ impl StopReason {
             StopReason::InvalidAuthHeader => "invalid IP authentication header",
             StopReason::TruncatedTransport => "truncated transport header",
             StopReason::InvalidTcpHeader => "invalid TCP data offset",
+            StopReason::InvalidIpv4TotalLength => "invalid IPv4 total length",
+            StopReason::InvalidUdpLength => "invalid UDP length",
         }
     }
 }
@@ -337,6 +348,17 @@ fn ipv4(s: &[u8], out: &mut FlowFields) {
     out.protocol = proto;
     out.src = src;
     out.dst = dst;
+    ipv4_payload(payload, frag, out);
+    // 0 is presumed offloaded segmentation; below the header is reported, as the outermost
+    // problem, and the walk has gone on.
+    if total != 0 && total < hl {
+        out.error = Some(StopReason::InvalidIpv4TotalLength);
+    }
+}
+
+#[inline(always)]
+fn ipv4_payload(payload: &[u8], frag: u16, out: &mut FlowFields) {
+    let proto = out.protocol;
     let non_first = frag & IPV4_FRAG_OFFSET_MASK != 0;
     out.later_fragment = non_first;
     out.fragment = non_first || frag & IPV4_MORE_FRAGMENTS != 0;
@@ -356,7 +378,7 @@ fn ipv4(s: &[u8], out: &mut FlowFields) {
             }
         }
     }
-    transport(payload, out);
+    transport(payload, false, out);
 }
 
 /// Skip an AH header: (next header, bytes after it).
@@ -483,17 +505,22 @@ fn ipv6(s: &[u8], out: &mut FlowFields) {
     }
     out.has_protocol = true;
     out.protocol = next;
-    transport(payload, out);
+    transport(payload, plen == 0, out);
 }
 
+/// The transport header in `p`; `jumbo`: an IPv6 payload length of 0, where a UDP length
+/// of 0 is allowed.
 #[inline(always)]
-fn transport(p: &[u8], out: &mut FlowFields) {
+fn transport(p: &[u8], jumbo: bool, out: &mut FlowFields) {
     match out.protocol {
-        ip_proto::UDP => match (be16(p, 0), be16(p, 2), p.len() >= UDP_HEADER_LEN) {
-            (Some(sp), Some(dp), true) => {
+        ip_proto::UDP => match (be16(p, 0), be16(p, 2), be16(p, UDP_LENGTH_OFFSET)) {
+            (Some(sp), Some(dp), Some(len)) if p.len() >= UDP_HEADER_LEN => {
                 out.has_ports = true;
                 out.src_port = sp;
                 out.dst_port = dp;
+                if usize::from(len) < UDP_HEADER_LEN && !(len == 0 && jumbo) {
+                    out.error = Some(StopReason::InvalidUdpLength);
+                }
             }
             _ => out.error = Some(StopReason::TruncatedTransport),
         },

@@ -261,7 +261,27 @@ fn decoder_view(lt: u32, data: &[u8]) -> View {
     }
 }
 
-/// Compare one frame with the full decoder: every field equal.
+/// The length field below its header that the decoder reported, if any.
+fn decoder_length_rule(lt: u32, data: &[u8]) -> Option<&'static str> {
+    use crate::decode::{decode, ErrorKind, Invalid};
+    match decode(lt, data).error?.kind {
+        ErrorKind::Invalid(Invalid::Ipv4TotalLength { .. }) => Some("IPv4 total length"),
+        ErrorKind::Invalid(Invalid::UdpLength(_)) => Some("UDP length"),
+        _ => None,
+    }
+}
+
+/// The same, from the fast path.
+fn fast_length_rule(f: &FlowFields) -> Option<&'static str> {
+    match f.error? {
+        fastpath::StopReason::InvalidIpv4TotalLength => Some("IPv4 total length"),
+        fastpath::StopReason::InvalidUdpLength => Some("UDP length"),
+        _ => None,
+    }
+}
+
+/// Compare one frame with the full decoder: every field equal, and the same length-field
+/// error (a length below the header it covers), if any.
 fn check_decoder(lt: u32, data: &[u8]) {
     let mut f = FlowFields::default();
     fastpath::parse(lt, data, &mut f);
@@ -269,6 +289,11 @@ fn check_decoder(lt: u32, data: &[u8]) {
         fast_view(&f),
         decoder_view(lt, data),
         "linktype {lt} frame {data:02x?}"
+    );
+    assert_eq!(
+        fast_length_rule(&f),
+        decoder_length_rule(lt, data),
+        "length rule, linktype {lt} frame {data:02x?}"
     );
 }
 
@@ -414,5 +439,54 @@ proptest! {
         check_decoder(linktype::ETHERNET, &testdata::ethernet(0x0800, &[], &v4));
         let v6 = testdata::ipv6(testdata::V6A, testdata::V6B, &[], proto, &body);
         check_decoder(linktype::ETHERNET, &testdata::ethernet(0x86DD, &[], &v6));
+    }
+}
+
+/// Each length field below its header is reported alike by both decoders.
+#[test]
+fn length_rules_agree_with_the_decoder() {
+    let udp = |n: Option<u16>| {
+        let mut u = testdata::udp(1000, 2000, 8);
+        if let Some(n) = n {
+            u[4..6].copy_from_slice(&n.to_be_bytes());
+        }
+        u
+    };
+    let v4 = |total: u16, body: &[u8]| {
+        let mut p = testdata::ipv4(17, [10, 0, 0, 1], [10, 0, 0, 2], 0, 0, body);
+        p[2..4].copy_from_slice(&total.to_be_bytes());
+        p
+    };
+    let v6 = |plen: Option<u16>, body: &[u8]| {
+        let mut p = testdata::ipv6(testdata::V6A, testdata::V6B, &[], 17, body);
+        if let Some(n) = plen {
+            p[4..6].copy_from_slice(&n.to_be_bytes());
+        }
+        p
+    };
+    let cases: Vec<(Vec<u8>, Option<&str>)> = vec![
+        (v4(19, &udp(None)), Some("IPv4 total length")),
+        (v4(1, &udp(Some(3))), Some("IPv4 total length")),
+        (v4(0, &udp(None)), None),
+        (v4(36, &udp(Some(3))), Some("UDP length")),
+        (v4(36, &udp(Some(0))), Some("UDP length")),
+        (v6(None, &udp(Some(7))), Some("UDP length")),
+        (v6(None, &udp(Some(0))), Some("UDP length")),
+        (v6(Some(0), &udp(Some(0))), None),
+        (v6(Some(0), &udp(Some(5))), Some("UDP length")),
+    ];
+    for (ip, want) in &cases {
+        for lt in [linktype::RAW, linktype::ETHERNET] {
+            let frame = if lt == linktype::RAW {
+                ip.clone()
+            } else {
+                testdata::ethernet(if ip[0] >> 4 == 4 { 0x0800 } else { 0x86DD }, &[], ip)
+            };
+            assert_eq!(decoder_length_rule(lt, &frame), *want, "{frame:02x?}");
+            check_decoder(lt, &frame);
+            let mut f = FlowFields::default();
+            fastpath::parse(lt, &frame, &mut f);
+            assert!(f.has_ports, "ports kept: {frame:02x?}");
+        }
     }
 }

@@ -59,6 +59,8 @@ strings! {
     aa = "aa", tc = "tc", rd = "rd", ra = "ra", rcode = "rcode", rcode_name = "rcode_name",
     raw = "raw", qname = "qname", qtype = "qtype", qclass = "qclass", qtype_name = "qtype_name",
     sni = "sni", alpn = "alpn",
+    presumed_total_length = "presumed_total_length",
+    presumed_payload_length = "presumed_payload_length",
     v_ethernet = "ethernet", v_raw = "raw", v_linux_sll = "linux_sll", v_linux_sll2 = "linux_sll2",
     v_null = "null", v_loop = "loop", v_raw_ipv4 = "raw_ipv4", v_raw_ipv6 = "raw_ipv6",
     v_ipv4 = "ipv4", v_ipv6 = "ipv6", v_arp = "arp", v_unknown_l3 = "unknown_l3",
@@ -474,7 +476,11 @@ fn ipv4_fields(
         m.none(&k.frag_offset)?;
     }
     flow_key(m, k, t, l3, &src, &dst)?;
-    m.set(&k.l4, l4_map(m.py, k, t, &v4.l4)?)
+    m.set(&k.l4, l4_map(m.py, k, t, &v4.l4)?)?;
+    if let Some(n) = v4.presumed_total_length {
+        m.set(&k.presumed_total_length, n)?;
+    }
+    Ok(())
 }
 
 fn ipv6_fields(
@@ -502,7 +508,11 @@ fn ipv6_fields(
     m.set(&k.frag, v6.frag)?;
     m.set(&k.frag_offset, v6.frag_offset)?;
     flow_key(m, k, t, l3, &src, &dst)?;
-    m.set(&k.l4, l4_map(m.py, k, t, &v6.l4)?)
+    m.set(&k.l4, l4_map(m.py, k, t, &v6.l4)?)?;
+    if let Some(n) = v6.presumed_payload_length {
+        m.set(&k.presumed_payload_length, n)?;
+    }
+    Ok(())
 }
 
 fn flow_key<'py>(
