@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
-# Every test paclo has: the Rust suite, the Python suite against the installed package,
-# and a bounded fuzz run of the decoder. Run from anywhere; needs libpcap-dev, pkg-config,
-# a C compiler, Rust and Python 3.11+.
+# Every test paclo has: the format, lint and type gates, the Rust suite, the Python suite
+# against the installed package, and a bounded fuzz run of the decoder. Run from anywhere;
+# needs libpcap-dev, pkg-config, a C compiler, Rust and Python 3.11+.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
 echo "== install paclo with its test dependencies"
 python3 -m pip install --quiet ".[test]"
+
+echo "== gates: rustfmt, clippy, ruff, mypy"
+cargo fmt --check
+cargo clippy --quiet --all-targets -- -D warnings
+cargo clippy --quiet --all-targets --features python -- -D warnings
+python3 -m ruff check --quiet python tests
+python3 -m mypy --strict python/paclo
 
 echo "== cargo test"
 cargo test --quiet

@@ -135,8 +135,8 @@ def mixed_packets(seed: int = 7, count: int = 600):
 
 def ref_project(linktype: int, data: bytes) -> dict:
     """The projection of one frame, computed with struct, following docs/flows.md."""
-    row = dict(ip_version=None, protocol=None, src_ip=None, dst_ip=None, src_port=None, dst_port=None,
-               vlan_id=None, tcp_flags=None)
+    row = {"ip_version": None, "protocol": None, "src_ip": None, "dst_ip": None, "src_port": None, "dst_port": None,
+               "vlan_id": None, "tcp_flags": None}
     if linktype == 1:
         if len(data) < 14:
             return row
@@ -254,8 +254,8 @@ def ref_flows(packets, bidirectional=False, idle_ns=None, active_ns=None, linkty
                 done.append((key, s, reason))
                 s = None
         if s is None:
-            s = live[key] = dict(first_ts_ns=ts, last_ts_ns=ts, packets=0, bytes=0, tcp_flags=None,
-                                 src2dst_packets=0, src2dst_bytes=0, dst2src_packets=0, dst2src_bytes=0)
+            s = live[key] = {"first_ts_ns": ts, "last_ts_ns": ts, "packets": 0, "bytes": 0, "tcp_flags": None,
+                                 "src2dst_packets": 0, "src2dst_bytes": 0, "dst2src_packets": 0, "dst2src_bytes": 0}
         s["first_ts_ns"] = min(s["first_ts_ns"], ts)
         s["last_ts_ns"] = max(s["last_ts_ns"], ts)
         s["packets"] += 1
@@ -271,11 +271,11 @@ def ref_flows(packets, bidirectional=False, idle_ns=None, active_ns=None, linkty
     rows = []
     for key, s, reason in done:
         ipv, proto, src, sport, dst, dport, vlan = key
-        row = dict(ip_version=ipv, protocol=proto, src_ip=src, dst_ip=dst,
-                   src_port=None if sport == -1 else sport, dst_port=None if dport == -1 else dport,
-                   vlan_id=vlan, packets=s["packets"], bytes=s["bytes"], first_ts_ns=s["first_ts_ns"],
-                   last_ts_ns=s["last_ts_ns"], duration_ns=s["last_ts_ns"] - s["first_ts_ns"],
-                   tcp_flags=s["tcp_flags"])
+        row = {"ip_version": ipv, "protocol": proto, "src_ip": src, "dst_ip": dst,
+                   "src_port": None if sport == -1 else sport, "dst_port": None if dport == -1 else dport,
+                   "vlan_id": vlan, "packets": s["packets"], "bytes": s["bytes"], "first_ts_ns": s["first_ts_ns"],
+                   "last_ts_ns": s["last_ts_ns"], "duration_ns": s["last_ts_ns"] - s["first_ts_ns"],
+                   "tcp_flags": s["tcp_flags"]}
         if bidirectional:
             for k in ("src2dst_packets", "src2dst_bytes", "dst2src_packets", "dst2src_bytes"):
                 row[k] = s[k]

@@ -50,16 +50,16 @@ class Ng:
         self.e = ">" if big_endian else "<"
         self.out = bytearray()
 
-    def block(self, kind: int, body: bytes) -> "Ng":
+    def block(self, kind: int, body: bytes) -> Ng:
         body = body + b"\0" * (-len(body) % 4)
         n = len(body) + 12
         self.out += struct.pack(self.e + "II", kind, n) + body + struct.pack(self.e + "I", n)
         return self
 
-    def shb(self) -> "Ng":
+    def shb(self) -> Ng:
         return self.block(0x0A0D0D0A, struct.pack(self.e + "IHHq", 0x1A2B3C4D, 1, 0, -1))
 
-    def idb(self, linktype: int, snaplen: int = 0, tsresol: int | None = None, tsoffset: int | None = None) -> "Ng":
+    def idb(self, linktype: int, snaplen: int = 0, tsresol: int | None = None, tsoffset: int | None = None) -> Ng:
         body = struct.pack(self.e + "HHI", linktype, 0, snaplen)
         if tsresol is not None:
             body += struct.pack(self.e + "HHB3x", 9, 1, tsresol)
@@ -68,12 +68,12 @@ class Ng:
         body += struct.pack(self.e + "HH", 0, 0)
         return self.block(1, body)
 
-    def epb(self, iface: int, ts_units: int, data: bytes, wirelen: int | None = None) -> "Ng":
+    def epb(self, iface: int, ts_units: int, data: bytes, wirelen: int | None = None) -> Ng:
         wl = len(data) if wirelen is None else wirelen
         hdr = struct.pack(self.e + "IIIII", iface, ts_units >> 32, ts_units & 0xFFFFFFFF, len(data), wl)
         return self.block(6, hdr + data)
 
-    def spb(self, data: bytes, wirelen: int | None = None) -> "Ng":
+    def spb(self, data: bytes, wirelen: int | None = None) -> Ng:
         wl = len(data) if wirelen is None else wirelen
         return self.block(3, struct.pack(self.e + "I", wl) + data)
 
@@ -149,7 +149,9 @@ def keyboard_interrupt_after(seconds: float):
     """Raise KeyboardInterrupt from a SIGALRM handler ``seconds`` from now: Ctrl-C without
     another thread (which could not run while native code holds the GIL). The garbage
     collector is paused meanwhile, so the handler cannot run inside a gc callback (as
-    Hypothesis installs), where Python would ignore the exception."""
+    Hypothesis installs), where Python would ignore the exception. Enter it inside
+    ``pytest.raises(KeyboardInterrupt)``, so that an alarm which fires before the body starts
+    (a busy machine) is still caught there."""
 
     def interrupt(signum, frame):
         raise KeyboardInterrupt

@@ -10,6 +10,7 @@ import socket
 import struct
 import threading
 import time
+from typing import Self
 
 import pytest
 
@@ -48,7 +49,7 @@ class Receiver:
     def close(self) -> None:
         self.sock.close()
 
-    def __enter__(self) -> Receiver:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

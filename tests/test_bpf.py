@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import paclo
@@ -74,7 +76,7 @@ def test_forms(form, expected):
     ],
 )
 def test_errors(form, message):
-    with pytest.raises(ValueError) as e:
+    with pytest.raises(ValueError, match=re.escape(message)) as e:
         paclo.bpf(form)
     assert str(e.value).startswith(message)
 

@@ -10,8 +10,6 @@ import time
 import warnings
 
 import pytest
-
-import paclo
 from _live_util import (
     ETH_IP_UDP,
     LO,
@@ -27,6 +25,8 @@ from _live_util import (
     wait_until,
     write_pcap,
 )
+
+import paclo
 
 pytestmark = live
 
@@ -246,12 +246,12 @@ def test_unknown_device_lists_available_devices():
 
 
 def test_invalid_filter_is_a_value_error_before_any_packet():
-    with pytest.raises(ValueError) as ei:
+    with pytest.raises(ValueError, match="udp port nope") as ei:
         paclo.capture(LO, filter="udp port nope and (")
     assert "udp port nope" in str(ei.value)
     from paclo._capture import reduce_device
 
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="invalid filter"):
         reduce_device(lambda a, p: a, 0, device=LO, filter="not a filter ((", duration=0.1)
 
 
@@ -332,9 +332,8 @@ def test_device_and_path_are_exclusive(tmp_path):
 
 
 def test_immediate_mode_protects_against_the_slot_trap():
-    with pytest.warns(RuntimeWarning, match="slots"):
-        with paclo.capture(LO, filter="udp port 9", immediate=True, idle_timeout=0.01):
-            pass
+    with pytest.warns(RuntimeWarning, match="slots"), paclo.capture(LO, filter="udp port 9", immediate=True, idle_timeout=0.01):
+        pass
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with Receiver() as rx:
@@ -375,6 +374,7 @@ def test_ctrl_c_reaches_a_consumer_written_in_c(tmp_path):
     """``list(cap)`` takes queued packets back to back with no Python code in between; the
     capture itself notices the signal, raises KeyboardInterrupt and closes."""
     from _foundation_util import keyboard_interrupt_after
+
     from paclo.perf import datasets
 
     path = tmp_path / "big.pcap"
@@ -383,7 +383,7 @@ def test_ctrl_c_reaches_a_consumer_written_in_c(tmp_path):
     with paclo.capture(path=path, queue_cap=65536) as cap:
         # Let the queue fill so the consumer never waits.
         assert wait_until(lambda: cap.stats()["queue"]["depth"] == 65536, 10)
-        with keyboard_interrupt_after(0.005), pytest.raises(KeyboardInterrupt):
+        with pytest.raises(KeyboardInterrupt), keyboard_interrupt_after(0.005):
             got.extend(cap)
     assert 0 < len(got) < 1_000_000
     assert cap.stats()["stop_reason"] == "closed"
@@ -427,7 +427,7 @@ def _abandon_capture_in_a_cycle(**options) -> None:
     def hook(*_args):
         return holder["cap"].state == "failed"
 
-    holder["cap"] = paclo.capture(LO, filter="udp port 9", **{k: hook for k in options})
+    holder["cap"] = paclo.capture(LO, filter="udp port 9", **dict.fromkeys(options, hook))
 
 
 @pytest.mark.parametrize("hook", ["stop_when", "on_stats", "on_queue_stats", "on_error"])
@@ -503,7 +503,7 @@ def test_capture_over_a_file_runs_the_managed_lifecycle(tmp_path):
     assert len(list(paclo.capture(path=path, filter="len > 70"))) == 14
     # Any path form paclo.read takes: str, os.PathLike, bytes.
     assert len(list(paclo.capture(path=str(path)))) == len(list(paclo.capture(path=os.fsencode(path)))) == 25
-    with pytest.raises(TypeError, match="path must be a str or os.PathLike"):
+    with pytest.raises(TypeError, match=r"path must be a str or os\.PathLike"):
         paclo.capture(path=3)
 
 

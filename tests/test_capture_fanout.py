@@ -6,9 +6,9 @@ import threading
 import time
 
 import pytest
+from _live_util import LO, Receiver, live, payload, send, udp_payload, wait_until
 
 import paclo
-from _live_util import LO, Receiver, live, payload, send, udp_payload, wait_until
 
 pytestmark = live
 
@@ -183,6 +183,7 @@ def test_ctrl_c_reaches_a_branch_consumer_written_in_c(tmp_path):
     """``list(branch)`` runs no Python code between packets; the branch notices the signal,
     raises KeyboardInterrupt and closes the fan-out and the capture."""
     from _foundation_util import keyboard_interrupt_after
+
     from paclo.perf import datasets
 
     path = tmp_path / "big.pcap"
@@ -191,7 +192,7 @@ def test_ctrl_c_reaches_a_branch_consumer_written_in_c(tmp_path):
     cap = paclo.capture(path=path, queue_cap=65536)
     with paclo.fan_out(cap, branches={"a": {"mode": "blocking", "cap": 65536}, "b": {"mode": "dropping", "cap": 1}}) as fo:
         assert wait_until(lambda: fo.stats()["branches"]["a"]["buffer"]["depth"] == 65536, 10)
-        with keyboard_interrupt_after(0.005), pytest.raises(KeyboardInterrupt):
+        with pytest.raises(KeyboardInterrupt), keyboard_interrupt_after(0.005):
             got.extend(fo["a"])
     assert 0 < len(got) < 1_000_000
     assert fo.stats()["stop_reason"] == "closed" and cap.state == "closed"

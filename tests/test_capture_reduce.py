@@ -12,9 +12,9 @@ import threading
 import time
 
 import pytest
+from _live_util import LO, Receiver, fd_count, live, payload, send_async, thread_count, udp_payload
 
 import paclo
-from _live_util import LO, Receiver, fd_count, live, payload, send_async, thread_count, udp_payload
 from paclo._capture import reduce_device
 
 pytestmark = live
@@ -39,7 +39,7 @@ def test_reduce_counts_every_packet_and_reports():
     stats_seen = []
     with Receiver() as rx:
         threads = thread_count()
-        acc, stats = run_reduce(rx, n, lambda acc, p: acc + [udp_payload(p)], [], report=True, on_stats=stats_seen.append)
+        acc, stats = run_reduce(rx, n, lambda acc, p: [*acc, udp_payload(p)], [], report=True, on_stats=stats_seen.append)
         assert thread_count() == threads
     assert acc == [payload(i) for i in range(n)]
     assert stats["schema_version"] == 1 and stats["state"] == "closed"
@@ -70,7 +70,7 @@ def test_reduce_limit_stop_when_and_duration():
         acc, stats = run_reduce(rx, 50, lambda a, p: a + 1, 0, limit=7, report=True)
         assert (acc, stats["stop_reason"]) == (7, "max_packets")
         acc, stats = run_reduce(
-            rx, 50, lambda a, p: a + [udp_payload(p)], [], stop_when=lambda p: udp_payload(p) == payload(3), report=True
+            rx, 50, lambda a, p: [*a, udp_payload(p)], [], stop_when=lambda p: udp_payload(p) == payload(3), report=True
         )
         assert acc == [payload(i) for i in range(4)] and stats["stop_reason"] == "predicate"
         t0 = time.monotonic()
@@ -120,7 +120,7 @@ def test_reduce_huge_time_limits_never_panic():
     with pytest.raises(ValueError, match="duration") as ei:
         reduce_device(lambda a, p: a, 0, device=LO, duration=1e20)
     assert type(ei.value) is ValueError
-    acc, s = reduce_device(lambda a, p: a, 0, device=LO, filter="udp port 9", duration=1e19, idle_timeout=0.05, report=True)
+    _acc, s = reduce_device(lambda a, p: a, 0, device=LO, filter="udp port 9", duration=1e19, idle_timeout=0.05, report=True)
     assert (s["state"], s["stop_reason"], s["error"]) == ("closed", "idle_timeout", None)
 
 

@@ -10,9 +10,9 @@ import subprocess
 import sys
 
 import pytest
+from _flows_util import eth, ipv4, ipv6, mixed_packets, tcp, udp, write_pcap
 
 import paclo
-from _flows_util import eth, ipv4, ipv6, mixed_packets, tcp, udp, write_pcap
 
 
 def run(*args, cwd=None):
@@ -87,7 +87,7 @@ def test_pcap_stats(small):
     assert s["top"]["dst"] == [{"key": "2001:db8::53", "count": 3}, {"key": "1.1.1.1", "count": 2},
                                {"key": "10.0.0.1", "count": 1}]
     c = run("pcap-stats", path, "--format", "csv", "--top", "1")
-    rows = dict((r["key"], r["value"]) for r in csv.DictReader(io.StringIO(c.stdout)))
+    rows = {r["key"]: r["value"] for r in csv.DictReader(io.StringIO(c.stdout))}
     assert rows["packets"] == "7" and rows["proto.l3.non_ip"] == "1" and rows["top.dst.1"] == "2001:db8::53 3"
     assert "top.dst.2" not in rows
     u = run("pcap-stats", path, "--filter", "udp", "--format", "jsonl")

@@ -3,11 +3,25 @@ from CPython's own allocator)."""
 
 from __future__ import annotations
 
+from _decoder_util import (
+    client_hello,
+    dns,
+    dns_name,
+    eth,
+    ext,
+    frag6,
+    icmp,
+    ipv4,
+    ipv6,
+    tag,
+    tcp,
+    udp,
+    vlan,
+    write_pcap,
+)
+
 import paclo
 from paclo import _paclo
-from _decoder_util import (
-    client_hello, dns, dns_name, eth, ext, frag6, icmp, ipv4, ipv6, tag, tcp, udp, vlan, write_pcap,
-)
 
 FRAMES = [
     eth(0x0800, ipv4(17, udp(12000, 5300, bytes(22)))),

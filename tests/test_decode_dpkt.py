@@ -11,11 +11,24 @@ import socket
 import struct
 
 import pytest
+from _decoder_util import (
+    ah,
+    arp,
+    client_hello,
+    dns,
+    dns_name,
+    eth,
+    ext,
+    frag6,
+    icmp,
+    ipv4,
+    ipv6,
+    tag,
+    tcp,
+    udp,
+)
 
 import paclo
-from _decoder_util import (
-    ah, arp, client_hello, dns, dns_name, eth, ext, frag6, icmp, ipv4, ipv6, tag, tcp, udp,
-)
 
 dpkt = pytest.importorskip("dpkt")
 

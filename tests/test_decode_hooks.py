@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from _decoder_util import eth, ipv4, udp, write_pcap
 
 import paclo
 from paclo import decode_ext
-from _decoder_util import eth, ipv4, udp, write_pcap
 
 FRAME = eth(0x0800, ipv4(17, udp(1, 2, b"x")))
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from _decoder_util import eth, ipv4, ipv6, tcp, udp, write_pcap
 
 import paclo
-from _decoder_util import eth, ipv4, ipv6, tcp, udp, write_pcap
 
 IP4 = ipv4(17, udp(1000, 53, b""))
 IP6 = ipv6(6, tcp(1, 2, 0x02))

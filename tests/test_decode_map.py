@@ -3,11 +3,25 @@
 from __future__ import annotations
 
 import pytest
+from _decoder_util import (
+    ah,
+    arp,
+    client_hello,
+    dns,
+    dns_name,
+    eth,
+    ext,
+    frag6,
+    icmp,
+    ipv4,
+    ipv6,
+    tag,
+    tcp,
+    udp,
+    vlan,
+)
 
 import paclo
-from _decoder_util import (
-    ah, arp, client_hello, dns, dns_name, eth, ext, frag6, icmp, ipv4, ipv6, tag, tcp, udp, vlan,
-)
 
 
 def d(frame: bytes, **kw) -> dict:

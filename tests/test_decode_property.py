@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 
-from hypothesis import given, settings, strategies as st
+from _decoder_util import client_hello, dns, dns_name, eth, ext, frag6, ipv4, ipv6, tcp, udp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import paclo
-from _decoder_util import client_hello, dns, dns_name, eth, ext, frag6, ipv4, ipv6, tcp, udp
 
 LINKTYPES = ["ethernet", "raw", "linux_sll", "linux_sll2", "null", "loop", 12, 14, 147]
 ERROR = re.compile(r"(truncated .+ header: need \d+ bytes, have \d+ at offset \d+"

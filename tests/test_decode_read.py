@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from _decoder_util import eth, ipv4, ipv6, tcp, udp, write_pcap
+
 import paclo
 from paclo import decode_ext
-from _decoder_util import eth, ipv4, ipv6, tcp, udp, write_pcap
 
 FRAMES = [
     eth(0x0800, ipv4(17, udp(12000, 5300, b"abc"))),
@@ -39,7 +40,7 @@ def test_packet_decode_equals_read_full(tmp_path):
     path = _file(tmp_path)
     packets = list(paclo.read(path))
     maps = list(paclo.read(path, decode="full"))
-    for i, (p, m) in enumerate(zip(packets, maps)):
+    for i, (p, m) in enumerate(zip(packets, maps, strict=True)):
         assert p.decode() == m
         ref = paclo.decode(_data(i))
         assert m["decoded"] == ref["decoded"] and m.get("decode_error") == ref.get("decode_error")
@@ -57,7 +58,7 @@ def test_hooks_apply_to_reduce_and_packet_decode(tmp_path):
     path = _file(tmp_path)
     decode_ext.register("mark", lambda m: {**m, "mark": m["caplen"]})
     try:
-        marks = paclo.reduce(lambda acc, m: acc + [m.get("mark")], [], path=path, decode="full")
+        marks = paclo.reduce(lambda acc, m: [*acc, m.get("mark")], [], path=path, decode="full")
         assert marks == [len(_data(0)), len(_data(1)), None, None]
         assert next(iter(paclo.read(path))).decode()["mark"] == len(_data(0))
     finally:

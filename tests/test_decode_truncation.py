@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 
 import pytest
+from _decoder_util import arp, eth, ext, frag6, icmp, ipv4, ipv6, tag, tcp, udp, vlan
 
 import paclo
-from _decoder_util import arp, eth, ext, frag6, icmp, ipv4, ipv6, tag, tcp, udp, vlan
 
 MSG = re.compile(r"truncated (.+) header: need (\d+) bytes, have (\d+) at offset (\d+)")
 
@@ -54,7 +54,7 @@ def test_every_cut(name, linktype, frame, layers, types):
     for cut in range(len(frame)):
         m = paclo.decode(frame[:cut], linktype=linktype)
         assert m["caplen"] == cut and m["data"] == frame[:cut]
-        layer, start, end = next((l, s, e) for l, s, e in layers if s <= cut < e)
+        layer, start, end = next((name, s, e) for name, s, e in layers if s <= cut < e)
         match = MSG.fullmatch(m["decode_error"])
         assert match, m["decode_error"]
         got_layer, need, have, offset = match.group(1), *map(int, match.group(2, 3, 4))

@@ -8,8 +8,6 @@ import warnings
 
 import pyarrow as pa
 import pytest
-
-import paclo
 from _flows_util import (
     MAPPED,
     eth,
@@ -24,6 +22,8 @@ from _flows_util import (
     udp,
     write_pcap,
 )
+
+import paclo
 
 PROJECTION_COLUMNS = ["ts_ns", "caplen", "len", "ip_version", "protocol", "src_ip", "dst_ip",
                       "src_port", "dst_port", "vlan_id", "tcp_flags"]
@@ -44,7 +44,7 @@ def test_projection_equals_reference_row_by_row(mixed):
     rows = table.to_pylist()
     assert len(rows) == len(pkts)
     kinds = set()
-    for (ts, frame, wirelen), row in zip(pkts, rows):
+    for (ts, frame, wirelen), row in zip(pkts, rows, strict=True):
         expected = ref_project(1, frame)
         expected.update(ts_ns=ts // 1000 * 1000, caplen=len(frame), len=wirelen)
         assert row == expected, frame.hex()
@@ -176,7 +176,7 @@ def test_truncated_file_warns_and_keeps_packets(tmp_path, mixed):
     batches = paclo.read_batches(path, batch_size=100)
     first = next(batches)
     assert first.num_rows == 9
-    with pytest.raises(Exception, match="(?i)truncat"):
+    with pytest.raises(Exception, match=r"(?i)truncat"):
         next(batches)
 
 
@@ -212,7 +212,7 @@ def test_ip_to_str_inputs(mixed):
     versions = t.column("ip_version")
     text = paclo.ip_to_str(col, versions)
     assert isinstance(text, pa.ChunkedArray) and text.type == pa.string()
-    for addr, v, s in zip(col.to_pylist(), versions.to_pylist(), text.to_pylist()):
+    for addr, v, s in zip(col.to_pylist(), versions.to_pylist(), text.to_pylist(), strict=True):
         if addr is None:
             assert s is None
         elif v == 4:
@@ -232,14 +232,14 @@ def test_ip_to_str_inputs(mixed):
     assert paclo.ip_to_str(MAPPED + bytes([1, 2, 3, 4])) == "1.2.3.4"
     assert paclo.ip_to_str(MAPPED + bytes([1, 2, 3, 4]), version=6) == "::ffff:1.2.3.4"
     assert paclo.ip_to_str([None, bytes(15) + b"\x01"]) == [None, "::1"]
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="an address is 16 bytes, got 4"):
         paclo.ip_to_str(b"\x00" * 4)
 
 
 def test_read_decode_flow_dict(mixed):
     path, pkts = mixed
     n = 0
-    for (ts, frame, wirelen), d in zip(pkts, paclo.read(path, decode="flow")):
+    for (ts, frame, wirelen), d in zip(pkts, paclo.read(path, decode="flow"), strict=True):
         exp = ref_project(1, frame)
         assert list(d)[:10] == ["ts_sec", "ts_usec", "caplen", "len", "ip_version", "protocol", "src_ip",
                                 "dst_ip", "src_port", "dst_port"]
@@ -278,7 +278,7 @@ def test_filter_and_reader_sources(mixed, tmp_path):
 
 def test_reduce_decode_flow_sees_the_same_fields(mixed):
     path, pkts = mixed
-    got = paclo.reduce(lambda acc, d: acc + [(d["protocol"], d["src_port"], d["dst_ip"])], [], path=path, decode="flow")
+    got = paclo.reduce(lambda acc, d: [*acc, (d["protocol"], d["src_port"], d["dst_ip"])], [], path=path, decode="flow")
     exp = [(r["protocol"], r["src_port"], r["dst_ip"]) for r in (ref_project(1, f) for _, f, _ in pkts)]
     assert got == exp
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
+from _flows_util import mixed_packets, write_pcap
 
 import paclo
 from paclo import _paclo
-from _flows_util import mixed_packets, write_pcap
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +37,7 @@ def test_polars_reads_the_stream(path):
     by_proto: dict = {}
     for r in expected:
         by_proto[r["protocol"]] = by_proto.get(r["protocol"], 0) + r["packets"]
-    assert dict(zip(g["protocol"].to_list(), g["packets"].to_list())) == by_proto
+    assert dict(zip(g["protocol"].to_list(), g["packets"].to_list(), strict=True)) == by_proto
 
 
 def test_duckdb_reads_the_table(path):
@@ -47,14 +47,14 @@ def test_duckdb_reads_the_table(path):
     got = con.execute("select sum(packets), sum(bytes), count(*) from flows").fetchone()
     t = paclo.flows(path, bidirectional=True)
     assert got == (sum(t.column("packets").to_pylist()), sum(t.column("bytes").to_pylist()), t.num_rows)
-    proj = _paclo.flow_project([str(path)])
+    proj = _paclo.flow_project([str(path)])  # noqa: F841 - duckdb reads the local by name
     n = con.execute("select count(*), count(src_port) from proj").fetchone()
     p = paclo.project(path)
     assert n == (p.num_rows, p.num_rows - p.column("src_port").null_count)
 
 
 def test_pandas_groupby(path):
-    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pandas")
     t = paclo.flows(path)
     df = t.to_pandas()
     assert len(df) == t.num_rows
@@ -73,7 +73,7 @@ def test_pandas_groupby(path):
 
 
 def test_flows_to_groupby_and_plot(path):
-    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pandas")
     matplotlib = pytest.importorskip("matplotlib")
     matplotlib.use("Agg")
     df = paclo.flows(path, bidirectional=True).to_pandas()

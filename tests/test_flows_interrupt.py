@@ -5,14 +5,15 @@ their threads before raising."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 
 import pyarrow.compute as pc
 import pytest
+from _foundation_util import keyboard_interrupt_after
 
 import paclo
-from _foundation_util import keyboard_interrupt_after
 from paclo.perf import datasets
 
 # Enough packets that no build reads them all in the 5 ms before the alarm (a release
@@ -45,10 +46,8 @@ def _open_handles(path: pathlib.Path) -> int:
             n += sum(1 for line in f if line.rstrip("\n").endswith(target))
     if os.path.isdir("/proc/self/fd"):
         for fd in os.listdir("/proc/self/fd"):
-            try:
+            with contextlib.suppress(OSError):
                 n += os.readlink(f"/proc/self/fd/{fd}") == target
-            except OSError:
-                pass
     return n
 
 
@@ -83,7 +82,7 @@ def _warm(small):
 @pytest.mark.parametrize("filter", [None, "tcp"], ids=["all-kept", "all-rejected"])
 def test_ctrl_c_interrupts_project_of_one_file(big, filter):
     result = None
-    with keyboard_interrupt_after(ALARM), pytest.raises(KeyboardInterrupt) as excinfo:
+    with pytest.raises(KeyboardInterrupt) as excinfo, keyboard_interrupt_after(ALARM):
         result = paclo.project(big, filter=filter)
     assert result is None
     _raised_inside(excinfo, "project", "_paclo.flow_project")
@@ -93,7 +92,7 @@ def test_ctrl_c_interrupts_project_of_one_file(big, filter):
 @pytest.mark.parametrize("filter", [None, "tcp"], ids=["all-kept", "all-rejected"])
 def test_ctrl_c_interrupts_flows_of_one_file(big, filter):
     result = None
-    with keyboard_interrupt_after(ALARM), pytest.raises(KeyboardInterrupt) as excinfo:
+    with pytest.raises(KeyboardInterrupt) as excinfo, keyboard_interrupt_after(ALARM):
         result = paclo.flows(big, filter=filter)
     assert result is None
     _raised_inside(excinfo, "flows", "_paclo.flow_table")
@@ -107,7 +106,7 @@ def test_ctrl_c_interrupts_a_reader_source(big, function):
     reader = paclo.read(big)
     held = _open_handles(big)
     result = None
-    with keyboard_interrupt_after(ALARM), pytest.raises(KeyboardInterrupt) as excinfo:
+    with pytest.raises(KeyboardInterrupt) as excinfo, keyboard_interrupt_after(ALARM):
         result = getattr(paclo, function)(reader)
     assert result is None
     _raised_inside(excinfo, function, "_paclo.flow_")
@@ -122,7 +121,7 @@ def test_ctrl_c_interrupts_flows_of_files(big, small, idle_timeout):
     with timeouts); the interrupted call joins them and leaves the pool usable."""
     threads = _threads()
     result = None
-    with keyboard_interrupt_after(ALARM), pytest.raises(KeyboardInterrupt) as excinfo:
+    with pytest.raises(KeyboardInterrupt) as excinfo, keyboard_interrupt_after(ALARM):
         result = paclo.flows([big, big, big], idle_timeout=idle_timeout)
     assert result is None
     _raised_inside(excinfo, "flows", "_paclo.flow_table")
@@ -136,7 +135,7 @@ def test_ctrl_c_interrupts_flows_of_files(big, small, idle_timeout):
 def test_ctrl_c_interrupts_project_of_files(big, small, filter):
     threads = _threads()
     result = None
-    with keyboard_interrupt_after(ALARM), pytest.raises(KeyboardInterrupt) as excinfo:
+    with pytest.raises(KeyboardInterrupt) as excinfo, keyboard_interrupt_after(ALARM):
         result = paclo.project([big, big], filter=filter)
     assert result is None
     _raised_inside(excinfo, "project", "_paclo.flow_project")
@@ -149,7 +148,7 @@ def test_ctrl_c_interrupts_project_of_files(big, small, filter):
 def test_ctrl_c_interrupts_flow_topn(big, source):
     src = big if source == "one" else [big, big]
     result = None
-    with keyboard_interrupt_after(ALARM), pytest.raises(KeyboardInterrupt) as excinfo:
+    with pytest.raises(KeyboardInterrupt) as excinfo, keyboard_interrupt_after(ALARM):
         result = paclo.flow_topn(src)
     assert result is None
     _raised_inside(excinfo, "_topn", "_paclo.flow_topn")
@@ -161,7 +160,7 @@ def test_ctrl_c_interrupts_read_batches_and_it_resumes(big):
     and, read on, yields exactly the rows not yet seen."""
     got: list = []
     it = paclo.read_batches(big)
-    with keyboard_interrupt_after(ALARM), pytest.raises(KeyboardInterrupt) as excinfo:
+    with pytest.raises(KeyboardInterrupt) as excinfo, keyboard_interrupt_after(ALARM):
         got.extend(it)
     _raised_in_native_iteration(excinfo)
     seen = sum(b.num_rows for b in got)
@@ -176,7 +175,7 @@ def test_ctrl_c_interrupts_read_batches_and_it_resumes(big):
 def test_ctrl_c_interrupts_read_batches_whose_filter_rejects_everything(big):
     got: list = []
     it = paclo.read_batches(big, filter="tcp")
-    with keyboard_interrupt_after(ALARM), pytest.raises(KeyboardInterrupt) as excinfo:
+    with pytest.raises(KeyboardInterrupt) as excinfo, keyboard_interrupt_after(ALARM):
         got.extend(it)
     _raised_in_native_iteration(excinfo)
     assert got == []

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from _perf_util import SpecDatasets
+
 from paclo.perf import cli, runner
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from _perf_util import SpecDatasets, expected_bytes, expected_file_size, generate
+
 from paclo.perf import cli, metrics, runner
 
 SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "docs" / "results-schema.json").read_text())
@@ -45,7 +45,7 @@ def test_median_even_count_is_the_mean_of_the_middle_two_as_float():
 
 
 def test_median_of_nothing_raises():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="median of no values"):
         metrics.median([])
 
 
@@ -71,7 +71,7 @@ def test_derived_rates():
 # --- end to end through worker processes -------------------------------------------------
 
 def test_raw_seq_and_dpkt_end_to_end_counts_are_exact(tmp_path):
-    opts, doc, out = run_quick(tmp_path, "--scenarios", "raw-seq,peer-dpkt-5tuple", "--runs", "2")
+    _opts, doc, out = run_quick(tmp_path, "--scenarios", "raw-seq,peer-dpkt-5tuple", "--runs", "2")
     validate(doc)
     assert doc["schema_version"] == 2 and doc["profile"] == "quick"
     assert doc["live"] is None and doc["max_sustainable_by_scenario"] is None

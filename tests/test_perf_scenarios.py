@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from _perf_util import SpecDatasets, expected_bytes, generate
+
 from paclo.perf import cli, config, runner
 
 SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "docs" / "results-schema.json").read_text())

@@ -7,10 +7,10 @@ import pathlib
 import warnings
 
 import pytest
+from _foundation_util import Ng, Rec, classic, keyboard_interrupt_after, tcp_frame, udp_frame
 
 import paclo
 from paclo import _paclo
-from _foundation_util import Ng, Rec, classic, keyboard_interrupt_after, tcp_frame, udp_frame
 
 RECS = [
     Rec(1_700_000_000_123_456_789, udp_frame(53, b"abc")),
@@ -113,7 +113,7 @@ def test_pathlike_and_str(tmp_path):
             return str(p)
 
     assert len(list(paclo.read(P()))) == 3
-    with pytest.raises(TypeError, match="path must be a str or os.PathLike"):
+    with pytest.raises(TypeError, match=r"path must be a str or os\.PathLike"):
         paclo.read(42)
 
 
@@ -213,7 +213,7 @@ def test_context_manager_and_close(tmp_path):
 def test_reduce_counts_and_reports(tmp_path):
     p = write(tmp_path, "c.pcap", classic(RECS))
     assert paclo.reduce(lambda acc, pkt: acc + pkt.caplen, 0, path=p) == sum(len(r.data) for r in RECS)
-    acc, stats = paclo.reduce(lambda acc, pkt: acc + [pkt.ts_ns], [], path=p, filter="udp", report=True)
+    acc, stats = paclo.reduce(lambda acc, pkt: [*acc, pkt.ts_ns], [], path=p, filter="udp", report=True)
     assert acc == [RECS[0].ts_ns // 1000 * 1000, RECS[2].ts_ns // 1000 * 1000]
     assert stats["stop_reason"] == "eof" and stats["packets"]["processed"] == 2
     acc, stats = paclo.reduce(lambda acc, pkt: acc + 1, 0, path=p, limit=1, report=True)
@@ -252,7 +252,7 @@ def test_count_packets_probe(tmp_path):
     assert _paclo.count_packets(str(p)) == (3, sum(len(r.data) for r in RECS))
     assert _paclo.count_packets(str(p), filter="udp") == (2, len(RECS[0].data) + len(RECS[2].data))
     assert _paclo.count_packets(str(p), limit=1) == (1, len(RECS[0].data))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"invalid filter \"nonsense here\""):
         _paclo.count_packets(str(p), filter="nonsense here")
 
 
@@ -365,7 +365,7 @@ def test_packet_buffer_protocol(tmp_path):
 
     p = write(tmp_path, "c.pcap", classic(RECS))
     pkts = list(paclo.read(p))
-    for pkt, rec in zip(pkts, RECS):
+    for pkt, rec in zip(pkts, RECS, strict=True):
         view = memoryview(pkt)
         assert view.readonly and view.format == "B" and view.nbytes == len(rec.data)
         assert view.tobytes() == rec.data
@@ -411,7 +411,7 @@ def test_signal_interrupts_a_reader_consumed_from_c(tmp_path):
     datasets.generate("udp-64", 1_000_000, p)
     got: list = []
     r = paclo.read(p)
-    with keyboard_interrupt_after(0.005), pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt), keyboard_interrupt_after(0.005):
         got.extend(r)
     assert 0 < len(got) < 1_000_000
     assert r.stats()["stop_reason"] is None
@@ -431,7 +431,7 @@ def test_signal_interrupts_a_long_filtered_scan(tmp_path, how):
     p = _many_rejected_then_one_tcp(tmp_path)
     got: list = []
     r = paclo.read(p, filter="tcp")
-    with keyboard_interrupt_after(0.005), pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt), keyboard_interrupt_after(0.005):
         if how == "reader":
             got.extend(r)
         elif how == "reduce":

@@ -109,7 +109,7 @@ def test_generate_is_interruptible(tmp_path):
 
     p = tmp_path / "big.pcap"
     out: list = []
-    with keyboard_interrupt_after(0.005), pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt), keyboard_interrupt_after(0.005):
         out.extend(map(_paclo.generate_dataset, ["udp-64"], [1_000_000], [str(p)]))
     assert out == []
     assert not p.exists()

@@ -7,10 +7,10 @@ import shutil
 import subprocess
 
 import pytest
+from _foundation_util import Ng, Rec, classic, libpcap_read, tcp_frame, udp_frame
 
 import paclo
 from paclo.perf import datasets
-from _foundation_util import Ng, Rec, classic, libpcap_read, tcp_frame, udp_frame
 
 # libpcap reports DLT values; files hold LINKTYPE values (equal except a few, e.g. RAW).
 _LINKTYPE_TO_DLT = {101: 12}

@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 
 import pytest
+from _foundation_util import Rec, classic, tcp_frame, udp_frame
 
 import paclo
-from _foundation_util import Rec, classic, tcp_frame, udp_frame
 
 
 def rows(path):
@@ -82,7 +82,7 @@ def test_writer_context_manager_and_ts_override(tmp_path):
 def test_snaplen_cuts_records_and_keeps_wirelen(tmp_path):
     out = tmp_path / "cut.pcap"
     paclo.write_pcap(out, [{"data": b"z" * 100, "ts_ns": 0}], snaplen=64)
-    ((ts, caplen, wirelen, _, data),) = rows(out)
+    ((_ts, caplen, wirelen, _, data),) = rows(out)
     assert (caplen, wirelen, data) == (64, 100, b"z" * 64)
 
 
@@ -148,14 +148,14 @@ def test_write_all_is_interruptible(tmp_path):
     ``map`` calls write_all from C, so a copy that ran to the end before the interrupt
     surfaced would leave its count in ``out``."""
     from _foundation_util import keyboard_interrupt_after
+
     from paclo.perf import datasets
 
     src = tmp_path / "src.pcap"
     datasets.generate("udp-64", 1_000_000, src)
     out: list = []
-    with paclo.PcapWriter(tmp_path / "copy.pcap") as w:
-        with keyboard_interrupt_after(0.005), pytest.raises(KeyboardInterrupt):
-            out.extend(map(w.write_all, [paclo.read(src)]))
+    with paclo.PcapWriter(tmp_path / "copy.pcap") as w, pytest.raises(KeyboardInterrupt), keyboard_interrupt_after(0.005):
+        out.extend(map(w.write_all, [paclo.read(src)]))
     assert out == []
     assert 0 < w.count < 1_000_000
 

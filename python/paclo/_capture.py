@@ -11,7 +11,7 @@ import os
 import sys
 import warnings
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, overload
 
 from . import _paclo
 from ._io import _fspath
@@ -28,6 +28,20 @@ _MAX_SNAPLEN = 262_144
 _MIN_IMMEDIATE_SLOTS = 1024
 
 
+class _LiveOptions(TypedDict):
+    """The device options, validated, as the native module takes them."""
+
+    snaplen: int
+    promisc: bool
+    timeout_ms: int
+    buffer_size: int | None
+    immediate: bool | None
+
+
+@overload
+def _check_int(name: str, value: Any, lo: int, hi: int, *, optional: Literal[False] = False) -> int: ...
+@overload
+def _check_int(name: str, value: Any, lo: int, hi: int, *, optional: bool) -> int | None: ...
 def _check_int(name: str, value: Any, lo: int, hi: int, *, optional: bool = False) -> int | None:
     if value is None and optional:
         return None
@@ -40,6 +54,10 @@ def _check_int(name: str, value: Any, lo: int, hi: int, *, optional: bool = Fals
     return value
 
 
+@overload
+def _check_bool(name: str, value: Any, *, optional: Literal[False] = False) -> bool: ...
+@overload
+def _check_bool(name: str, value: Any, *, optional: bool) -> bool | None: ...
 def _check_bool(name: str, value: Any, *, optional: bool = False) -> bool | None:
     if value is None and optional:
         return None
@@ -59,7 +77,7 @@ def _check_seconds(name: str, value: Any) -> float | None:
     return float(value)
 
 
-def _check_callable(name: str, value: Any) -> Callable[..., Any] | None:
+def _check_callable(name: str, value: object) -> Callable[..., Any] | None:
     if value is not None and not callable(value):
         raise TypeError(f"{name} must be None or a callable, not {value!r}")
     return value
@@ -101,7 +119,7 @@ def _live_options(
     timeout_ms: Any,
     buffer_size: Any,
     immediate: Any,
-) -> dict[str, Any]:
+) -> _LiveOptions:
     snaplen = _check_int("snaplen", snaplen, 1, _MAX_SNAPLEN)
     promisc = _check_bool("promisc", promisc)
     timeout_ms = _check_int("timeout_ms", timeout_ms, 1, _INT_MAX)
@@ -167,7 +185,7 @@ def capture(
         raise ValueError("capture requires either device= or path=")
     if path is not None:
         path = _fspath(path)
-        live = {"snaplen": 65535, "promisc": True, "timeout_ms": 10, "buffer_size": None, "immediate": None}
+        live: _LiveOptions = {"snaplen": 65535, "promisc": True, "timeout_ms": 10, "buffer_size": None, "immediate": None}
         _check_int("snaplen", snaplen, 1, _MAX_SNAPLEN)
         _check_int("timeout_ms", timeout_ms, 1, _INT_MAX)
     else:
@@ -287,7 +305,7 @@ def fan_out(capture: Capture, branches: dict[str, dict[str, Any]]) -> FanOut:
         raise TypeError(f"branches must be a dict of name -> {{'mode': ..., 'cap': ...}}, not {branches!r}")
     if len(branches) < 2:
         raise ValueError("fan_out requires at least two branches")
-    specs = []
+    specs: list[tuple[str, str, int]] = []
     for name, cfg in branches.items():
         if not isinstance(name, str) or not name:
             raise TypeError(f"fan_out branch names must be non-empty strings, not {name!r}")

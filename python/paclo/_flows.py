@@ -112,7 +112,7 @@ def flow_topn(
     return _topn(source, n, by=by, bidirectional=bidirectional, filter=filter)[0]
 
 
-def _topn(source: Any, n: int, *, by: str, bidirectional: bool, filter: str | None) -> tuple[list, int, int]:
+def _topn(source: Any, n: int, *, by: str, bidirectional: bool, filter: str | None) -> tuple[list[dict[str, Any]], int, int]:
     """``flow_topn`` plus the number of flows and of packets aggregated."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
         raise ValueError(f"n must be a non-negative integer, not {n!r}")

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from collections.abc import Callable, Iterable
+from typing import Any, Literal, Self
 
 from . import _paclo
-from .bpf import normalize_filter
+from .bpf import FilterArg, normalize_filter
 
 __all__ = ["PcapWriter", "Reduced", "read", "reduce", "write_pcap"]
 
@@ -41,7 +42,15 @@ def _fspath(path: object, what: str = "path") -> str:
     return os.fsdecode(p)
 
 
-def read(path, *, filter=None, decode=None, limit=None, progress=False, strict=False) -> _paclo.Reader:
+def read(
+    path: str | os.PathLike[str],
+    *,
+    filter: FilterArg = None,
+    decode: Literal["full", "flow"] | None = None,
+    limit: int | None = None,
+    progress: bool = False,
+    strict: bool = False,
+) -> _paclo.Reader:
     """Open a pcap or pcapng file: an iterator of packets and a context manager.
 
     ``filter`` is a BPF string or a DSL form (see :func:`paclo.bpf`), compiled once for
@@ -82,14 +91,14 @@ def reduce(
     fn: Callable[[Any, Any], Any],
     init: Any,
     *,
-    path=None,
-    device=None,
-    decode=None,
-    filter=None,
-    limit=None,
-    report=False,
+    path: str | os.PathLike[str] | None = None,
+    device: str | None = None,
+    decode: Literal["full", "flow"] | None = None,
+    filter: FilterArg = None,
+    limit: int | None = None,
+    report: bool = False,
     **options: Any,
-):
+) -> Any:
     """Fold ``fn(acc, packet)`` over a file (``path=``) or a live device (``device=``).
 
     For a file the loop runs natively; returning ``paclo.Reduced(x)`` from ``fn`` stops at
@@ -158,7 +167,9 @@ class PcapWriter(_paclo.PcapWriter):
     ``nanosecond=True`` writes a nanosecond-precision file.
     """
 
-    def __new__(cls, path, *, linktype=1, snaplen=262144, nanosecond=False):
+    def __new__(
+        cls, path: str | os.PathLike[str], *, linktype: int = 1, snaplen: int = 262144, nanosecond: bool = False
+    ) -> Self:
         _check_writer_options(linktype, snaplen, nanosecond)
         return super().__new__(cls, _fspath(path), linktype=linktype, snaplen=snaplen, nanosecond=nanosecond)
 
@@ -167,7 +178,14 @@ class PcapWriter(_paclo.PcapWriter):
         return f"<paclo.PcapWriter {state} count={self.count}>"
 
 
-def write_pcap(path, packets, *, linktype=1, snaplen=262144, nanosecond=False) -> int:
+def write_pcap(
+    path: str | os.PathLike[str],
+    packets: Iterable[Any],
+    *,
+    linktype: int = 1,
+    snaplen: int = 262144,
+    nanosecond: bool = False,
+) -> int:
     """Write ``packets`` (an iterable of the items :class:`PcapWriter` accepts) to a
     classic pcap file at ``path``; returns the number of packets written."""
     with PcapWriter(path, linktype=linktype, snaplen=snaplen, nanosecond=nanosecond) as w:

@@ -21,8 +21,12 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any, TypeAlias
 
 __all__ = ["bpf", "normalize_filter"]
+
+# What a ``filter=`` option takes: a libpcap string, a DSL form, or None.
+FilterArg: TypeAlias = str | tuple[Any, ...] | list[Any] | None
 
 _PROTOS = {
     "udp": "udp",
@@ -73,7 +77,7 @@ def _proto(k: object) -> str:
     raise ValueError(f"unknown proto keyword: {k!r}")
 
 
-def _args(form: tuple | list, n: int) -> list:
+def _args(form: tuple[Any, ...] | list[Any], n: int) -> list[Any]:
     args = list(form[1:])
     if len(args) < n:
         raise ValueError(f"unsupported bpf form: {form!r} (op {form[0]!r} needs {n} argument{'s' if n > 1 else ''})")

@@ -15,8 +15,8 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Sequence
-from typing import Any, NoReturn
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn, TextIO
 
 FORMATS = ("table", "jsonl", "json", "csv")
 MODES = ("unidir", "bidir")
@@ -75,7 +75,7 @@ def _filter(value: str | None) -> str | None:
     return value
 
 
-def _emit(rows: list[dict[str, Any]], fmt: str, columns: Sequence[str], out=None) -> None:
+def _emit(rows: list[dict[str, Any]], fmt: str, columns: Sequence[str], out: TextIO | None = None) -> None:
     out = out or sys.stdout
     if fmt == "json":
         out.write(json.dumps(rows) + "\n")
@@ -94,7 +94,7 @@ def _emit(rows: list[dict[str, Any]], fmt: str, columns: Sequence[str], out=None
         numeric = [all(row[i].replace(".", "", 1).lstrip("-").isdigit() for row in cells[1:]) and len(cells) > 1
                    for i in range(len(columns))]
         for row in cells:
-            line = "  ".join(v.rjust(w) if num else v.ljust(w) for v, w, num in zip(row, widths, numeric))
+            line = "  ".join(v.rjust(w) if num else v.ljust(w) for v, w, num in zip(row, widths, numeric, strict=True))
             out.write(line.rstrip() + "\n")
 
 
@@ -170,7 +170,7 @@ def pcap_filter(args: argparse.Namespace) -> int:
 def _iso(ts_ns: int | None) -> str | None:
     if ts_ns is None:
         return None
-    t = _dt.datetime.fromtimestamp(ts_ns // 1_000_000_000, tz=_dt.timezone.utc)
+    t = _dt.datetime.fromtimestamp(ts_ns // 1_000_000_000, tz=_dt.UTC)
     return t.strftime("%Y-%m-%dT%H:%M:%S") + f".{ts_ns % 1_000_000_000:09d}Z"
 
 
@@ -189,10 +189,10 @@ def stats_of(path: str, bpf: str | None, top: int) -> dict[str, Any]:
     first = pc.min(ts).as_py() if n else None
     last = pc.max(ts).as_py() if n else None
     l3: dict[str, int] = {}
-    for v, c in zip(*_value_counts(t.column("ip_version"))):
+    for v, c in zip(*_value_counts(t.column("ip_version")), strict=True):
         l3["ipv4" if v == 4 else "ipv6" if v == 6 else "non_ip"] = c
     l4: dict[str, int] = {}
-    for v, c in zip(*_value_counts(t.column("protocol"))):
+    for v, c in zip(*_value_counts(t.column("protocol")), strict=True):
         if v is not None:
             l4[L4_NAMES.get(v, str(v))] = c
     stats = {
@@ -209,22 +209,22 @@ def stats_of(path: str, bpf: str | None, top: int) -> dict[str, Any]:
     return stats
 
 
-def _value_counts(col) -> tuple[list, list]:
+def _value_counts(col: Any) -> tuple[list[Any], list[int]]:
     vc = col.value_counts()
     values = vc.field("values").to_pylist()
     counts = vc.field("counts").to_pylist()
     return values, counts
 
 
-def _top_addresses(t, column: str, top: int) -> list[dict[str, Any]]:
+def _top_addresses(t: Any, column: str, top: int) -> list[dict[str, Any]]:
     import paclo
 
     col = t.column(column)
     values, counts = _value_counts(col)
-    pairs = [(c, v) for v, c in zip(values, counts) if v is not None]
+    pairs = [(c, v) for v, c in zip(values, counts, strict=True) if v is not None]
     pairs.sort(key=lambda p: (-p[0], p[1]))
     keys = paclo.ip_to_str([v for _, v in pairs[:top]])
-    return [{"key": k, "count": c} for k, (c, _) in zip(keys, pairs[:top])]
+    return [{"key": k, "count": c} for k, (c, _) in zip(keys, pairs[:top], strict=True)]
 
 
 def pcap_stats(args: argparse.Namespace) -> int:
@@ -325,7 +325,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command is None:
             parser.print_usage(sys.stderr)
             raise CliError(1, "missing COMMAND (flow-topn, pcap-filter, pcap-stats, perf)")
-        return args.run(args)
+        run: Callable[[argparse.Namespace], int] = args.run
+        return run(args)
     except CliError as e:
         print(f"ERROR: {e}", file=sys.stderr)
         return e.code

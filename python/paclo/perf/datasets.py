@@ -9,6 +9,7 @@ microsecond ``i % 1_000_000``. The file size is ``24 + sum(16 + frame)``.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from .. import _paclo
 
@@ -28,7 +29,7 @@ def _check(case: object, count: object, what: str = "count") -> None:
         raise ValueError(f"{what} must be a non-negative integer, not {count}")
 
 
-def generate(case: str, count: int, path) -> dict:
+def generate(case: str, count: int, path: str | os.PathLike[str]) -> dict[str, Any]:
     """Write ``count`` packets of ``case`` to ``path`` (replacing it) and check its size.
 
     Returns ``{"path", "packets", "bytes", "file_size"}``.

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def _run(cmd: list[str], cwd: str | None = None) -> str | None:
@@ -57,7 +58,7 @@ def libpcap_version() -> str | None:
         import paclo
 
         return str(paclo.libpcap_version())
-    except Exception:
+    except Exception:  # noqa: BLE001 - any failure falls back to the shared library's name
         pass
     name = ctypes.util.find_library("pcap")
     if name is None:
@@ -65,7 +66,8 @@ def libpcap_version() -> str | None:
     try:
         lib = ctypes.CDLL(name)
         lib.pcap_lib_version.restype = ctypes.c_char_p
-        return lib.pcap_lib_version().decode()
+        version: bytes = lib.pcap_lib_version()
+        return version.decode()
     except (OSError, AttributeError):
         return None
 
@@ -78,7 +80,7 @@ def _module_version(name: str) -> str | None:
     return getattr(module, "__version__", None)
 
 
-def collect(argv: list[str]) -> dict:
+def collect(argv: list[str]) -> dict[str, Any]:
     """The environment of this run; `argv` is the runner's command line."""
     import paclo
 

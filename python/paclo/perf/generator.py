@@ -14,11 +14,11 @@ than 50 µs remain and spins for the rest.
 from __future__ import annotations
 
 import json
-from typing import Any
 import socket
 import sys
 import threading
 import time
+from typing import Any
 
 from .cli import EXIT_USAGE, EXIT_VALUE, UsageError, _int, _non_negative, _positive
 
@@ -44,7 +44,7 @@ def _pace(due_ns: int) -> None:
 
 
 def send(host: str, port: int, rate: int, frame_size: int, senders: int, packets: int | None = None,
-         duration_ms: int | None = None, start_delay_ms: int = 0) -> dict:
+         duration_ms: int | None = None, start_delay_ms: int = 0) -> dict[str, Any]:
     """Send the datagrams and return the report (see the module doc)."""
     if (packets is None) == (duration_ms is None):
         raise ValueError("give exactly one of packets and duration_ms")
@@ -90,7 +90,7 @@ def send(host: str, port: int, rate: int, frame_size: int, senders: int, packets
                 sock.sendto(payload, sockaddr)
                 n += 1
                 sent[i] = n
-        except BaseException as exc:  # reported by the main thread
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
             errors.append(exc)
 
     threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(senders)]
@@ -126,10 +126,10 @@ def send(host: str, port: int, rate: int, frame_size: int, senders: int, packets
     }
 
 
-def _parse(argv: list[str]) -> dict | None:
+def _parse(argv: list[str]) -> dict[str, Any] | None:
     known = {"--host", "--port", "--packets", "--duration-ms", "--rate", "--frame-size", "--senders",
              "--start-delay-ms"}
-    raw = {}
+    raw: dict[str, str] = {}
     i = 0
     while i < len(argv):
         arg = argv[i]
@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         report = send(**opts)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - every failure is reported with exit code 5
         print(f"paclo perf generator: error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 5
     print(json.dumps(report), flush=True)

@@ -9,11 +9,28 @@ installed, and reads the exact sent count from the generator's report.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+
+if TYPE_CHECKING:
+    from .cli import Options
+
+
+class LiveScenario(TypedDict):
+    """How one live scenario captures and consumes."""
+
+    engine: str
+    decode: str | None
+    buffer_size: int | None
+    immediate: bool | None
+    queue_mode: str | None
+    fanout_mode: NotRequired[str]
+
+
 MIB16 = 16 * 1024 * 1024
 DROP_THRESHOLD = 0.001
 
 # engine, decode, buffered (16 MiB + immediate) or libpcap defaults, queue mode, fan-out
-SCENARIOS: dict[str, dict] = {
+SCENARIOS: dict[str, LiveScenario] = {
     "live-raw": {"engine": "queue", "decode": None, "buffer_size": None, "immediate": None, "queue_mode": "blocking"},
     "live-raw-buffered": {"engine": "queue", "decode": None, "buffer_size": MIB16, "immediate": False, "queue_mode": "blocking"},
     "live-raw-immediate": {"engine": "queue", "decode": None, "buffer_size": MIB16, "immediate": True, "queue_mode": "blocking"},
@@ -36,10 +53,10 @@ def senders_for(rate: int, source: str) -> int:
     return min(8, max(1, -(-rate // 100_000)))
 
 
-def scenario_config(name: str, opts, rate: int) -> dict:
+def scenario_config(name: str, opts: Options, rate: int) -> dict[str, Any]:
     """The live-result `config` block of one scenario at one rate."""
     base = SCENARIOS[name]
-    cfg = {
+    cfg: dict[str, Any] = {
         "device": opts.device,
         "port": opts.port,
         "target_pps": rate,
@@ -67,12 +84,12 @@ def scenario_config(name: str, opts, rate: int) -> dict:
     return cfg
 
 
-def _rate(num, den):
+def _rate(num: float, den: float) -> float | None:
     return num / den if den else None
 
 
-def derive(run: dict, *, sent: int, sent_source: str, duration_ms: int, target_pps: int, source: str,
-           engine: str) -> dict:
+def derive(run: dict[str, Any], *, sent: int, sent_source: str, duration_ms: int, target_pps: int, source: str,
+           engine: str) -> dict[str, Any]:
     """Add the stage counts and rates of reference §4.6 to one live run (in place, returned)."""
     pcap = run.get("capture_stats") or {}
     queue = run.get("queue_stats") or {}
@@ -113,7 +130,7 @@ def derive(run: dict, *, sent: int, sent_source: str, duration_ms: int, target_p
     return run
 
 
-def run_passes(run: dict) -> bool:
+def run_passes(run: dict[str, Any]) -> bool:
     """The sustainability rule: no capture errors, a known send count, every loss/drop rate <= 0.1%."""
     if run.get("capture_errors"):
         return False
@@ -127,7 +144,7 @@ def run_passes(run: dict) -> bool:
     return True
 
 
-def sustainability(runs: list[dict]) -> dict:
+def sustainability(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The per-result sustainability block."""
     passing = [r for r in runs if run_passes(r)]
     return {
@@ -140,9 +157,9 @@ def sustainability(runs: list[dict]) -> dict:
     }
 
 
-def max_sustainable_by_scenario(results: list[dict]) -> dict:
+def max_sustainable_by_scenario(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per scenario, the all-runs-passing result with the highest median sustained processed pps."""
-    best: dict[str, dict] = {}
+    best: dict[str, dict[str, Any]] = {}
     for result in results:
         if not result["sustainability"]["all_runs_pass"]:
             continue
@@ -161,7 +178,7 @@ def max_sustainable_by_scenario(results: list[dict]) -> dict:
     return best
 
 
-def validate_runs(runs: list[dict]) -> list[str]:
+def validate_runs(runs: list[dict[str, Any]]) -> list[str]:
     """Reasons a live result cannot be trusted (reference: clean capture statistics)."""
     problems = []
     for i, r in enumerate(runs, 1):

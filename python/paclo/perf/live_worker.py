@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from . import live, metrics
+
+if TYPE_CHECKING:
+    from types import ModuleType
 
 # A loopback capture stops after this long without a packet (the generator process needs a
 # moment to start, so this is longer than the Clojure runner's 250 ms).
@@ -28,7 +34,7 @@ def _delay(ns: int) -> None:
 class _Counter:
     """Counts packets, captured bytes and decode errors of Packet objects or packet maps."""
 
-    __slots__ = ("packets", "bytes", "decode_errors", "decoded", "delay_ns")
+    __slots__ = ("bytes", "decode_errors", "decoded", "delay_ns", "packets")
 
     def __init__(self, decoded: bool, delay_ns: int) -> None:
         self.packets = 0
@@ -37,7 +43,7 @@ class _Counter:
         self.decoded = decoded
         self.delay_ns = delay_ns
 
-    def add(self, item) -> None:
+    def add(self, item: Any) -> None:
         self.packets += 1
         if self.decoded:
             self.bytes += item["caplen"]
@@ -48,11 +54,11 @@ class _Counter:
         if self.delay_ns:
             _delay(self.delay_ns)
 
-    def fields(self) -> dict:
+    def fields(self) -> dict[str, Any]:
         return {"packets": self.packets, "bytes": self.bytes, "decode_errors": self.decode_errors}
 
 
-def _generator_cmd(cfg: dict) -> list[str]:
+def _generator_cmd(cfg: dict[str, Any]) -> list[str]:
     return [
         sys.executable, "-m", "paclo.perf.generator",
         "--host", "127.0.0.1", "--port", str(cfg["port"]),
@@ -62,9 +68,9 @@ def _generator_cmd(cfg: dict) -> list[str]:
     ]
 
 
-def _capture_options(cfg: dict, on_ready, errors: list[str]) -> dict:
+def _capture_options(cfg: dict[str, Any], on_ready: Callable[[], None], errors: list[str]) -> dict[str, Any]:
     loopback = cfg["source"] == "loopback"
-    opts = {
+    opts: dict[str, Any] = {
         "filter": cfg["filter"],
         "snaplen": cfg["snaplen"],
         "timeout_ms": 10,
@@ -84,20 +90,20 @@ def _capture_options(cfg: dict, on_ready, errors: list[str]) -> dict:
     return opts
 
 
-def _queue_stats(q: dict | None) -> dict | None:
+def _queue_stats(q: dict[str, Any] | None) -> dict[str, Any] | None:
     if q is None:
         return None
     keys = ("mode", "capacity", "enqueued", "dropped", "blocked_events", "blocked_ns", "max_depth", "depth")
     return {k: q.get(k) for k in keys if k in q}
 
 
-def one_run(cfg: dict, ready_file: str | None) -> dict:
+def one_run(cfg: dict[str, Any], ready_file: str | None) -> dict[str, Any]:
     """Capture (and, for loopback, send) once; return the consumer fields and the raw counters."""
     import warnings
 
     import paclo
 
-    gen: list[subprocess.Popen] = []
+    gen: list[subprocess.Popen[str]] = []
     errors: list[str] = []
 
     def on_ready() -> None:
@@ -110,16 +116,16 @@ def one_run(cfg: dict, ready_file: str | None) -> dict:
     engine = cfg["engine"]
     counter = _Counter(cfg["decode"] == "full", cfg["consumer_delay_ns"])
     opts = _capture_options(cfg, on_ready, errors)
-    extra: dict = {}
+    extra: dict[str, Any] = {}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if engine == "direct":
-            def step(acc, item):
+            def step(acc: _Counter, item: Any) -> _Counter:
                 acc.add(item)
                 return acc
 
             _, stats = paclo.reduce(step, counter, device=cfg["device"], report=True, **opts)
-            queue: dict | None = {"mode": "direct", "capacity": 0, "enqueued": counter.packets, "dropped": 0,
+            queue: dict[str, Any] | None = {"mode": "direct", "capacity": 0, "enqueued": counter.packets, "dropped": 0,
                      "blocked_events": 0, "blocked_ns": 0, "max_depth": 0}
         elif engine in ("queue", "managed"):
             with paclo.capture(cfg["device"], queue_cap=cfg["queue_cap"], queue_mode=cfg["queue_mode"],
@@ -157,7 +163,9 @@ def one_run(cfg: dict, ready_file: str | None) -> dict:
     return result
 
 
-def _fanout(paclo, cfg: dict, opts: dict, counter: _Counter):
+def _fanout(
+    paclo: ModuleType, cfg: dict[str, Any], opts: dict[str, Any], counter: _Counter
+) -> tuple[dict[str, Any], dict[str, Any] | None, dict[str, Any]]:
     """The two fan-out scenarios: dual blocking branches, or a fast blocking + a slow dropping branch."""
     decoded = cfg["decode"] == "full"
     if cfg["fanout_mode"] == "dual":
@@ -177,7 +185,7 @@ def _fanout(paclo, cfg: dict, opts: dict, counter: _Counter):
             try:
                 for item in iters[name]:
                     counters[name].add(item)
-            except BaseException as exc:
+            except BaseException as exc:  # noqa: BLE001 - the main thread re-raises the first
                 failures.append(exc)
 
         if cfg["fanout_mode"] == "dual":
@@ -210,7 +218,7 @@ def _fanout(paclo, cfg: dict, opts: dict, counter: _Counter):
     return stats, queue, extra
 
 
-def run_live_worker(cfg: dict, warmups: int, runs: int, ready_file: str | None) -> dict:
+def run_live_worker(cfg: dict[str, Any], warmups: int, runs: int, ready_file: str | None) -> dict[str, Any]:
     """Warm-ups, then measured runs; each run gets stage counts, rates and the resource metrics."""
     native = None
     try:
@@ -225,7 +233,7 @@ def run_live_worker(cfg: dict, warmups: int, runs: int, ready_file: str | None) 
     out = []
     for i in range(runs):
         print(f"[worker] run {i + 1}/{runs}", file=sys.stderr, flush=True)
-        run = metrics.measure(lambda: one_run(cfg, ready_file if i == 0 else None), native)
+        run = metrics.measure(functools.partial(one_run, cfg, ready_file if i == 0 else None), native)
         report = run.pop("_generator")
         if cfg["source"] == "loopback":
             sent, sent_source = report["sent"], "internal_observed"

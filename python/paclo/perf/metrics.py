@@ -8,7 +8,11 @@ import os
 import resource
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, Self, TypeVar
+
+_T = TypeVar("_T")
+_A = TypeVar("_A")
 
 # What the worker measures for every run, offline and live.
 MEASURED_METRICS = (
@@ -29,17 +33,7 @@ MEASURED_METRICS = (
 )
 
 # Metrics summarised as {median, min, max} when present (not None) in at least one run.
-SUMMARY_METRICS = MEASURED_METRICS + (
-    "unique_flows",
-    "realized_send_pps",
-    "sustained_processed_pps",
-    "processed_vs_sent_rate",
-    "send_loss_rate",
-    "kernel_drop_rate",
-    "interface_drop_rate",
-    "queue_drop_rate",
-    "consumer_gap_rate",
-)
+SUMMARY_METRICS = (*MEASURED_METRICS, "unique_flows", "realized_send_pps", "sustained_processed_pps", "processed_vs_sent_rate", "send_loss_rate", "kernel_drop_rate", "interface_drop_rate", "queue_drop_rate", "consumer_gap_rate")
 
 
 def median(values: list[float]) -> float | int:
@@ -54,7 +48,7 @@ def median(values: list[float]) -> float | int:
     return (ordered[mid - 1] + ordered[mid]) / 2.0
 
 
-def summarize(runs: list[dict]) -> dict[str, dict[str, float | int]]:
+def summarize(runs: list[dict[str, Any]]) -> dict[str, dict[str, float | int]]:
     """{metric: {median, min, max}} for every summary metric present in at least one run."""
     out: dict[str, dict[str, float | int]] = {}
     for name in SUMMARY_METRICS:
@@ -72,14 +66,14 @@ class GcWatch:
         self.time_ns = 0
         self._start = 0
 
-    def _callback(self, phase: str, info: dict) -> None:
+    def _callback(self, phase: str, info: dict[str, Any]) -> None:
         if phase == "start":
             self._start = time.perf_counter_ns()
         else:
             self.count += 1
             self.time_ns += time.perf_counter_ns() - self._start
 
-    def __enter__(self) -> GcWatch:
+    def __enter__(self) -> Self:
         gc.callbacks.append(self._callback)
         return self
 
@@ -120,7 +114,7 @@ def derived(packets: int, nbytes: int, elapsed_ns: int) -> dict[str, float | Non
     }
 
 
-def measure(fn: Callable[[], dict], native_counts: Callable[[], tuple[int, int]] | None) -> dict:
+def measure(fn: Callable[[], Mapping[str, Any]], native_counts: Callable[[], tuple[int, int]] | None) -> dict[str, Any]:
     """Run `fn` once, timed, and return its result fields plus the timing and resource metrics.
 
     Before the run: a full collection and a 25 ms pause (as the reference runner does) and a
@@ -137,7 +131,7 @@ def measure(fn: Callable[[], dict], native_counts: Callable[[], tuple[int, int]]
         elapsed = time.perf_counter_ns() - t0
         cpu = time.process_time_ns() - cpu0
     after_native = native_counts() if native_counts else None
-    run = dict(result)
+    run: dict[str, Any] = dict(result)
     packets = run["packets"]
     run["elapsed_ns"] = elapsed
     run.update(derived(packets, run["bytes"], elapsed))
@@ -177,7 +171,7 @@ class AllocationProbe:
         self.ticks = 0
         self._prev = 0
         self._bias = 0.0
-        self._keep = None
+        self._keep: object = None
 
     def _measure(self) -> None:
         import tracemalloc
@@ -199,7 +193,7 @@ class AllocationProbe:
         self._measure()
         self._rebase()
 
-    def iter(self, iterable):
+    def iter(self, iterable: Iterable[_T]) -> Iterator[_T]:
         # Tick before fetching each item: the consumer still holds the previous item while the
         # next one is made, so the interval's peak growth is the new item and its processing.
         tick = self.tick
@@ -213,7 +207,7 @@ class AllocationProbe:
             yield item
             del item
 
-    def fn(self, step):
+    def fn(self, step: Callable[[_A, _T], _A]) -> Callable[[_A, _T], _A]:
         # The reducer's caller drops each item before making the next one, which would hide it
         # from a peak: the wrapper keeps the current item alive until the next item has been
         # made and measured, then lets the old one go before taking the new baseline.
@@ -221,7 +215,7 @@ class AllocationProbe:
         rebase = self._rebase
         probe = self
 
-        def wrapped(acc, item):
+        def wrapped(acc: _A, item: _T) -> _A:
             measure()
             probe._keep = item
             rebase()
@@ -256,7 +250,7 @@ class AllocationProbe:
         return max(0, round(self.total - self._bias * self.ticks))
 
 
-def python_allocation_pass(build: Callable[[AllocationProbe], Callable[[], dict]]) -> int:
+def python_allocation_pass(build: Callable[[AllocationProbe], Callable[[], object]]) -> int:
     """Bytes of Python heap allocated by one untimed, probed run of a scenario (see AllocationProbe)."""
     probe = AllocationProbe()
     fn = build(probe)

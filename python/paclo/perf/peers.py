@@ -17,19 +17,30 @@ import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .scenarios import Scenario, ScenarioFields, _iter
+
+if TYPE_CHECKING:
+    from .metrics import AllocationProbe
 
 C_SOURCE = Path(__file__).with_name("pcap_next_ex_loop.c")
 
 
-def _iter(iterable, probe):
-    return iterable if probe is None else probe.iter(iterable)
+class SelfTimedFields(ScenarioFields):
+    """The fields of a peer that times itself in another process (the worker takes these
+    figures in place of its own)."""
+
+    _elapsed_ns: int
+    _process_cpu_ns: int
+    _peak_rss_bytes: int
 
 
 class PeerUnavailable(RuntimeError):
     """A peer tool cannot run on this machine (missing module or compiler)."""
 
 
-def compile_c_peer(out_dir: str | os.PathLike) -> str:
+def compile_c_peer(out_dir: str | os.PathLike[str]) -> str:
     """Compile the pcap_next_ex loop into `out_dir/bin` (when missing or older than its source)."""
     cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if cc is None:
@@ -49,10 +60,10 @@ def compile_c_peer(out_dir: str | os.PathLike) -> str:
     return str(exe)
 
 
-def c_pcap_next_ex(binary: str, path: str, count: int) -> Callable[[], dict]:
+def c_pcap_next_ex(binary: str, path: str, count: int) -> Callable[[], SelfTimedFields]:
     """One pass of the C loop; timing, CPU and peak RSS come from the C process itself."""
 
-    def run() -> dict:
+    def run() -> SelfTimedFields:
         proc = subprocess.run([binary, path], capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"{binary} failed with exit {proc.returncode}: {proc.stderr.strip()}")
@@ -69,10 +80,10 @@ def c_pcap_next_ex(binary: str, path: str, count: int) -> Callable[[], dict]:
     return run
 
 
-def dpkt_raw(path: str, count: int, probe=None) -> Callable[[], dict]:
+def dpkt_raw(path: str, count: int, probe: AllocationProbe | None = None) -> Callable[[], ScenarioFields]:
     import dpkt
 
-    def run() -> dict:
+    def run() -> ScenarioFields:
         n = nbytes = 0
         with open(path, "rb") as f:
             for _ts, buf in _iter(dpkt.pcap.Reader(f), probe):
@@ -83,12 +94,12 @@ def dpkt_raw(path: str, count: int, probe=None) -> Callable[[], dict]:
     return run
 
 
-def dpkt_5tuple(path: str, count: int, probe=None) -> Callable[[], dict]:
+def dpkt_5tuple(path: str, count: int, probe: AllocationProbe | None = None) -> Callable[[], ScenarioFields]:
     import dpkt
 
-    def run() -> dict:
+    def run() -> ScenarioFields:
         n = nbytes = errors = 0
-        flows: dict = {}
+        flows: dict[tuple[Any, ...], int] = {}
         with open(path, "rb") as f:
             for _ts, buf in _iter(dpkt.pcap.Reader(f), probe):
                 n += 1
@@ -112,10 +123,10 @@ def dpkt_5tuple(path: str, count: int, probe=None) -> Callable[[], dict]:
     return run
 
 
-def scapy_raw(path: str, count: int, probe=None) -> Callable[[], dict]:
+def scapy_raw(path: str, count: int, probe: AllocationProbe | None = None) -> Callable[[], ScenarioFields]:
     from scapy.utils import RawPcapReader
 
-    def run() -> dict:
+    def run() -> ScenarioFields:
         n = nbytes = 0
         with RawPcapReader(path) as reader:
             for data, _meta in _iter(reader, probe):
@@ -128,14 +139,14 @@ def scapy_raw(path: str, count: int, probe=None) -> Callable[[], dict]:
     return run
 
 
-def scapy_decode(path: str, count: int, probe=None) -> Callable[[], dict]:
+def scapy_decode(path: str, count: int, probe: AllocationProbe | None = None) -> Callable[[], ScenarioFields]:
     from scapy.layers.inet import IP, TCP, UDP
     from scapy.packet import Raw
     from scapy.utils import PcapReader
 
-    def run() -> dict:
+    def run() -> ScenarioFields:
         n = nbytes = errors = 0
-        flows: dict = {}
+        flows: dict[tuple[Any, ...], int] = {}
         with PcapReader(path) as reader:
             for pkt in _iter(reader, probe):
                 n += 1
@@ -144,7 +155,7 @@ def scapy_decode(path: str, count: int, probe=None) -> Callable[[], dict]:
                     errors += 1
                 elif IP in pkt:
                     ip = pkt[IP]
-                    l4 = pkt[TCP] if TCP in pkt else pkt[UDP] if UDP in pkt else None
+                    l4 = pkt[TCP] if TCP in pkt else pkt.getlayer(UDP)
                     key = (ip.proto, ip.src, ip.dst, getattr(l4, "sport", None), getattr(l4, "dport", None))
                     flows[key] = flows.get(key, 0) + 1
                 if n >= count:
@@ -154,7 +165,7 @@ def scapy_decode(path: str, count: int, probe=None) -> Callable[[], dict]:
     return run
 
 
-PEERS: dict[str, Callable[..., Callable[[], dict]]] = {
+PEERS: dict[str, Scenario] = {
     "peer-dpkt-raw": dpkt_raw,
     "peer-dpkt-5tuple": dpkt_5tuple,
     "peer-scapy-raw": scapy_raw,

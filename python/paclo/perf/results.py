@@ -4,15 +4,24 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .metrics import MEASURED_METRICS
 
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+# A results.json path, the directory holding it, or the parsed document.
+ResultsSource: TypeAlias = str | os.PathLike[str] | dict[str, Any]
+
 # Run metrics copied into load()'s DataFrame, in this order (absent ones become missing values).
-RUN_COLUMNS = ("packets", "bytes", "decode_errors", "unique_flows") + MEASURED_METRICS
+RUN_COLUMNS = ("packets", "bytes", "decode_errors", "unique_flows", *MEASURED_METRICS)
 
 
-def read_results(source) -> dict:
+def read_results(source: ResultsSource) -> dict[str, Any]:
     """A results document from a path (a results.json or the directory holding it) or a dict."""
     if isinstance(source, dict):
         document = source
@@ -28,7 +37,7 @@ def read_results(source) -> dict:
     return document
 
 
-def load(source):
+def load(source: ResultsSource) -> pd.DataFrame:
     """results.json as a pandas DataFrame: one row per measured run.
 
     Columns: `mode`, `case`, `scenario`, `run` (1-based), `profile`, `path`, the run metrics of
@@ -38,10 +47,10 @@ def load(source):
     import pandas as pd
 
     document = read_results(source)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for result in document.get("offline") or []:
         for i, run in enumerate(result["runs"], 1):
-            row = {
+            row: dict[str, Any] = {
                 "mode": "offline",
                 "case": result["case"],
                 "scenario": result["scenario"],
@@ -71,8 +80,8 @@ def load(source):
     return frame
 
 
-def _medians(document: dict) -> dict[tuple[str, str], dict[str, float]]:
-    out = {}
+def _medians(document: dict[str, Any]) -> dict[tuple[str, str], dict[str, float]]:
+    out: dict[tuple[str, str], dict[str, float]] = {}
     for result in document.get("offline") or []:
         out[(result["case"], result["scenario"])] = {
             name: stat["median"] for name, stat in result["summary"].items()
@@ -80,8 +89,9 @@ def _medians(document: dict) -> dict[tuple[str, str], dict[str, float]]:
     return out
 
 
-def compare(a, b, metrics=("packets_per_sec", "ns_per_packet", "native_allocated_bytes_per_packet",
-                           "python_allocated_bytes_per_packet")):
+def compare(a: ResultsSource, b: ResultsSource,
+            metrics: Sequence[str] = ("packets_per_sec", "ns_per_packet", "native_allocated_bytes_per_packet",
+                                      "python_allocated_bytes_per_packet")) -> pd.DataFrame:
     """Ratios of medians, `b / a`, for every (case, scenario) present in both results.
 
     Returns a pandas DataFrame indexed by (case, scenario) with, per metric, the two medians and
@@ -93,11 +103,11 @@ def compare(a, b, metrics=("packets_per_sec", "ns_per_packet", "native_allocated
 
     ma = _medians(read_results(a))
     mb = _medians(read_results(b))
-    rows = []
+    rows: list[dict[str, Any]] = []
     for key in ma:
         if key not in mb:
             continue
-        row = {"case": key[0], "scenario": key[1]}
+        row: dict[str, Any] = {"case": key[0], "scenario": key[1]}
         for name in metrics:
             va = ma[key].get(name)
             vb = mb[key].get(name)
@@ -111,7 +121,7 @@ def compare(a, b, metrics=("packets_per_sec", "ns_per_packet", "native_allocated
     return frame.set_index(["case", "scenario"])
 
 
-def plot(results, *, metric: str = "packets_per_sec", log: bool = True):
+def plot(results: ResultsSource | pd.DataFrame, *, metric: str = "packets_per_sec", log: bool = True) -> list[Figure]:
     """Matplotlib figures of offline medians: one horizontal bar chart per case.
 
     `results` is a results.json path, a results dict, or a DataFrame from `load`. Bars are the
@@ -129,7 +139,7 @@ def plot(results, *, metric: str = "packets_per_sec", log: bool = True):
     frame = frame[frame["mode"] == "offline"]
     if metric not in frame.columns:
         raise ValueError(f"metric must be one of {', '.join(RUN_COLUMNS)}, got {metric!r}")
-    figures = []
+    figures: list[Figure] = []
     for case, group in frame.groupby("case", sort=False):
         stats = group.groupby("scenario", sort=False)[metric].agg(["median", "min", "max"])
         stats = stats.dropna()
@@ -147,7 +157,7 @@ def plot(results, *, metric: str = "packets_per_sec", log: bool = True):
     return figures
 
 
-def markdown(source) -> str:
+def markdown(source: ResultsSource) -> str:
     """A Markdown table of offline medians (one row per case and scenario), for docs and reports.
 
     Columns: case, scenario, packets/s, ns/packet, native B/packet, Python B/packet, and
@@ -166,13 +176,13 @@ def markdown(source) -> str:
         header.append("x C loop")
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * 2 + ["---:"] * (len(header) - 2)) + "|"]
 
-    def fmt(value, digits=0):
+    def fmt(value: float | None, digits: int = 0) -> str:
         return "-" if value is None else f"{value:,.{digits}f}"
 
     for r in results:
         s = r["summary"]
 
-        def med(name):
+        def med(name: str, s: dict[str, Any] = s) -> Any:
             return s.get(name, {}).get("median")
 
         scenario = r["scenario"] + (" (first {:,} packets)".format(r["packets"]) if "only the first" in r.get("note", "") else "")

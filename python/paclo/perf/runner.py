@@ -8,10 +8,18 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, Protocol, TextIO
 
 from . import config, environment, metrics
 from .cli import Options
+
+# Builds the worker command of one offline case x scenario:
+# (scenario, path, count, warmups, runs, C peer binary) -> argv.
+OfflineWorkerCommand = Callable[[str, str, int, int, int, str | None], list[str]]
+# Builds the worker command of one live rate x scenario: (config, warmups, runs, ready file) -> argv.
+LiveWorkerCommand = Callable[[dict[str, Any], int, int, str | None], list[str]]
 
 SCHEMA_VERSION = 2
 
@@ -20,7 +28,15 @@ class RunFailed(RuntimeError):
     """The benchmark could not complete: a worker failed or a result failed its checks."""
 
 
-def _datasets_module():
+class Datasets(Protocol):
+    """What the runner needs of paclo.perf.datasets (tests pass a replacement)."""
+
+    def expected_file_size(self, case: str, count: int) -> int: ...
+    def expected_bytes(self, case: str, count: int) -> int: ...
+    def generate(self, case: str, count: int, path: str) -> object: ...
+
+
+def _datasets_module() -> Datasets:
     try:
         from . import datasets
     except ImportError as exc:
@@ -30,7 +46,7 @@ def _datasets_module():
     return datasets
 
 
-def prepare_dataset(datasets, path: Path, case: str, count: int, log) -> None:
+def prepare_dataset(datasets: Datasets, path: Path, case: str, count: int, log: Callable[[str], None]) -> None:
     """Generate `path` unless it exists with exactly the expected classic-pcap size."""
     expected = datasets.expected_file_size(case, count)
     if path.exists() and path.stat().st_size == expected:
@@ -46,7 +62,7 @@ def prepare_dataset(datasets, path: Path, case: str, count: int, log) -> None:
 class Console:
     """Progress on a TTY (stderr), silent otherwise; the final table always goes to stdout."""
 
-    def __init__(self, stream=None):
+    def __init__(self, stream: TextIO | None = None) -> None:
         self.stream = stream if stream is not None else sys.stderr
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
         self._width = 0
@@ -62,6 +78,10 @@ class Console:
         self.stream.write("\r" + text + " " * pad)
         self.stream.flush()
         self._width = len(text)
+
+    def progress_of(self, prefix: str) -> Callable[[str], None]:
+        """A progress callback that shows each text after `prefix`."""
+        return lambda text: self.progress(f"{prefix}: {text}")
 
     def clear(self) -> None:
         if self.tty and self._width:
@@ -81,7 +101,9 @@ def worker_command(scenario: str, path: str, count: int, warmups: int, runs: int
     return cmd
 
 
-def run_worker(cmd: list[str], label: str, on_progress, timeout_s: float = config.WORKER_TIMEOUT_S) -> dict:
+def run_worker(
+    cmd: list[str], label: str, on_progress: Callable[[str], None], timeout_s: float = config.WORKER_TIMEOUT_S
+) -> dict[str, Any]:
     """Run one worker process; return its JSON object or raise RunFailed with its stderr."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     err_lines: list[str] = []
@@ -133,7 +155,7 @@ def run_worker(cmd: list[str], label: str, on_progress, timeout_s: float = confi
     return result
 
 
-def consistency_failures(run: dict, packets: int, nbytes: int) -> list[str]:
+def consistency_failures(run: dict[str, Any], packets: int, nbytes: int) -> list[str]:
     """The fields of one run that contradict the dataset (empty when consistent)."""
     failures = []
     if run.get("packets") != packets:
@@ -145,7 +167,7 @@ def consistency_failures(run: dict, packets: int, nbytes: int) -> list[str]:
     return failures
 
 
-def _fmt(value, digits: int = 0) -> str:
+def _fmt(value: float | None, digits: int = 0) -> str:
     if value is None:
         return "-"
     if digits:
@@ -153,7 +175,7 @@ def _fmt(value, digits: int = 0) -> str:
     return f"{value:,.0f}"
 
 
-def table(results: list[dict]) -> str:
+def table(results: list[dict[str, Any]]) -> str:
     """The summary table: median packets/s, ns/packet and allocation per packet.
 
     With the C peer in the results, a `x C loop` column gives each scenario's median packets/s
@@ -171,7 +193,7 @@ def table(results: list[dict]) -> str:
     for r in results:
         s = r["summary"]
 
-        def med(name: str):
+        def med(name: str, s: dict[str, Any] = s) -> Any:
             return s.get(name, {}).get("median")
 
         values = [
@@ -192,7 +214,7 @@ def table(results: list[dict]) -> str:
     lines = []
     for i, row in enumerate(rows):
         cells = [row[0].ljust(widths[0]), row[1].ljust(widths[1])]
-        cells += [c.rjust(w) for c, w in zip(row[2:], widths[2:])]
+        cells += [c.rjust(w) for c, w in zip(row[2:], widths[2:], strict=True)]
         lines.append("  ".join(cells))
         if i == 0:
             lines.append("  ".join("-" * w for w in widths))
@@ -201,7 +223,7 @@ def table(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def write_results(path: Path, document: dict) -> None:
+def write_results(path: Path, document: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")
     with open(tmp, "w") as f:
@@ -210,14 +232,14 @@ def write_results(path: Path, document: dict) -> None:
     os.replace(tmp, path)
 
 
-def live_table(results: list[dict]) -> str:
+def live_table(results: list[dict[str, Any]]) -> str:
     """Live summary: per rate and scenario, median sent, processed, sustained pps, loss, pass."""
     header = ("target pps", "scenario", "sent", "processed", "processed pps", "send loss", "queue drop", "pass")
     rows = [header]
     for r in results:
         s = r["summary"]
 
-        def med(name: str):
+        def med(name: str, s: dict[str, Any] = s) -> Any:
             return s.get(name, {}).get("median")
 
         runs = r["runs"]
@@ -240,7 +262,7 @@ def live_table(results: list[dict]) -> str:
     lines = []
     for i, row in enumerate(rows):
         cells = [row[0].rjust(widths[0]), row[1].ljust(widths[1])]
-        cells += [c.rjust(w) for c, w in zip(row[2:], widths[2:])]
+        cells += [c.rjust(w) for c, w in zip(row[2:], widths[2:], strict=True)]
         lines.append("  ".join(cells))
         if i == 0:
             lines.append("  ".join("-" * w for w in widths))
@@ -259,7 +281,9 @@ def live_scenarios(opts: Options) -> list[str]:
     return list(live.SCENARIOS)
 
 
-def run_live(opts: Options, env: dict, console: Console, worker_cmd=None) -> list[dict]:
+def run_live(
+    opts: Options, env: dict[str, Any], console: Console, worker_cmd: LiveWorkerCommand | None = None
+) -> list[dict[str, Any]]:
     """Every rate x live scenario in its own worker process; rate-major order."""
     import tempfile
     import time
@@ -267,7 +291,7 @@ def run_live(opts: Options, env: dict, console: Console, worker_cmd=None) -> lis
     from . import live
 
     names = live_scenarios(opts)
-    results = []
+    results: list[dict[str, Any]] = []
     total = len(opts.rates) * len(names)
     step = 0
     for rate in opts.rates:
@@ -286,7 +310,7 @@ def run_live(opts: Options, env: dict, console: Console, worker_cmd=None) -> lis
                 os.close(fd)
                 os.unlink(ready_file)
 
-                def poll(path=ready_file) -> None:
+                def poll(path: str = ready_file, stop_poll: threading.Event = stop_poll) -> None:
                     while not stop_poll.is_set():
                         if os.path.exists(path):
                             console.log("[perf] capture ready")
@@ -296,7 +320,7 @@ def run_live(opts: Options, env: dict, console: Console, worker_cmd=None) -> lis
                 threading.Thread(target=poll, daemon=True).start()
             cmd = (worker_cmd or _live_worker_command)(cfg, opts.warmups, opts.runs, ready_file)
             try:
-                doc = run_worker(cmd, label, lambda text, p=prefix: console.progress(f"{p}: {text}"))
+                doc = run_worker(cmd, label, console.progress_of(prefix))
             finally:
                 stop_poll.set()
                 if ready_file and os.path.exists(ready_file):
@@ -320,7 +344,7 @@ def run_live(opts: Options, env: dict, console: Console, worker_cmd=None) -> lis
     return results
 
 
-def _live_worker_command(cfg: dict, warmups: int, runs: int, ready_file: str | None) -> list[str]:
+def _live_worker_command(cfg: dict[str, Any], warmups: int, runs: int, ready_file: str | None) -> list[str]:
     cmd = [sys.executable, "-m", "paclo.perf.worker", "--live", "--config", json.dumps(cfg),
            "--warmups", str(warmups), "--runs", str(runs)]
     if ready_file:
@@ -328,8 +352,8 @@ def _live_worker_command(cfg: dict, warmups: int, runs: int, ready_file: str | N
     return cmd
 
 
-def run(opts: Options, *, datasets=None, worker_cmd=None, console: Console | None = None,
-        out=None) -> dict:
+def run(opts: Options, *, datasets: Datasets | None = None, worker_cmd: OfflineWorkerCommand | None = None,
+        console: Console | None = None, out: TextIO | None = None) -> dict[str, Any]:
     """Run the benchmark (`opts.mode`: offline, live, or all = live then offline) and write
     `<output>/results.json`; return the document.
 
@@ -348,9 +372,9 @@ def run(opts: Options, *, datasets=None, worker_cmd=None, console: Console | Non
         offline_results = run_offline(opts, env, console, datasets=datasets, worker_cmd=worker_cmd)
     console.clear()
     profile = config.PROFILES[opts.profile]
-    document = {
+    document: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
-        "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat().replace("+00:00", "Z"),
+        "created_at": _dt.datetime.now(_dt.UTC).isoformat().replace("+00:00", "Z"),
         "profile": opts.profile,
         "config": {
             "mode": opts.mode,
@@ -380,7 +404,8 @@ def run(opts: Options, *, datasets=None, worker_cmd=None, console: Console | Non
     return document
 
 
-def run_offline(opts: Options, env: dict, console: Console, *, datasets=None, worker_cmd=None) -> list[dict]:
+def run_offline(opts: Options, env: dict[str, Any], console: Console, *, datasets: Datasets | None = None,
+                worker_cmd: OfflineWorkerCommand | None = None) -> list[dict[str, Any]]:
     """Every case x offline scenario in its own worker process; case-major order."""
     datasets = datasets or _datasets_module()
     worker_cmd = worker_cmd or worker_command
@@ -400,7 +425,7 @@ def run_offline(opts: Options, env: dict, console: Console, *, datasets=None, wo
 
     from . import peers as peer_mod
 
-    results = []
+    results: list[dict[str, Any]] = []
     total = len(config.CASES) * len(scenarios)
     step = 0
     for case in config.CASES:
@@ -414,7 +439,7 @@ def run_offline(opts: Options, env: dict, console: Console, *, datasets=None, wo
             prefix = f"[perf] [{step}/{total}] offline {label}"
             console.progress(prefix)
             cmd = worker_cmd(scenario, str(path), n, opts.warmups, opts.runs, binary)
-            doc = run_worker(cmd, label, lambda text, p=prefix: console.progress(f"{p}: {text}"))
+            doc = run_worker(cmd, label, console.progress_of(prefix))
             runs = doc["runs"]
             failures = []
             for i, r in enumerate(runs, 1):
@@ -427,7 +452,7 @@ def run_offline(opts: Options, env: dict, console: Console, *, datasets=None, wo
                     "offline benchmark result failed consistency checks (dataset "
                     f"{path}): " + "; ".join(failures)
                 )
-            result = {
+            result: dict[str, Any] = {
                 "mode": "offline",
                 "case": case,
                 "scenario": scenario,

@@ -11,22 +11,43 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, NotRequired, Protocol, TypedDict, TypeVar
 
-Scenario = Callable[..., Callable[[], dict]]
+if TYPE_CHECKING:
+    from .metrics import AllocationProbe
+
+_T = TypeVar("_T")
+_A = TypeVar("_A")
 
 
-def _iter(iterable, probe):
+class ScenarioFields(TypedDict):
+    """What one pass of a scenario returns; the worker adds the timing and resource metrics."""
+
+    packets: int
+    bytes: int
+    decode_errors: int
+    unique_flows: NotRequired[int]
+    written_bytes: NotRequired[int]
+
+
+class Scenario(Protocol):
+    """``(path, count, probe=None) -> callable``: the callable does one full pass."""
+
+    def __call__(self, path: str, count: int, probe: AllocationProbe | None = None) -> Callable[[], ScenarioFields]: ...
+
+
+def _iter(iterable: Iterable[_T], probe: AllocationProbe | None) -> Iterable[_T]:
     """The iterable itself, or wrapped by the allocation probe (untimed pass only)."""
     return iterable if probe is None else probe.iter(iterable)
 
 
-def _step(step, probe):
+def _step(step: Callable[[_A, _T], _A], probe: AllocationProbe | None) -> Callable[[_A, _T], _A]:
     """The reducer step itself, or wrapped by the allocation probe (untimed pass only)."""
     return step if probe is None else probe.fn(step)
 
 
-def _flow_key(m: dict) -> tuple | None:
+def _flow_key(m: dict[str, Any]) -> tuple[tuple[str, Any], ...] | None:
     """A hashable form of a packet map's `decoded.l3.flow_key` (None when there is none)."""
     decoded = m.get("decoded")
     if decoded is None:
@@ -40,10 +61,10 @@ def _flow_key(m: dict) -> tuple | None:
     return tuple(key.items())
 
 
-def raw_seq(path: str, count: int, probe=None) -> Callable[[], dict]:
+def raw_seq(path: str, count: int, probe: AllocationProbe | None = None) -> Callable[[], ScenarioFields]:
     import paclo
 
-    def run() -> dict:
+    def run() -> ScenarioFields:
         n = 0
         nbytes = 0
         for pkt in _iter(paclo.read(path), probe):
@@ -54,36 +75,36 @@ def raw_seq(path: str, count: int, probe=None) -> Callable[[], dict]:
     return run
 
 
-def sync_loop(path: str, count: int, probe=None) -> Callable[[], dict]:
+def sync_loop(path: str, count: int, probe: AllocationProbe | None = None) -> Callable[[], ScenarioFields]:
     """The native loop probe: the whole read in Rust, no Python per packet."""
     from paclo import _paclo
 
-    def run() -> dict:
+    def run() -> ScenarioFields:
         packets, nbytes = _paclo.count_packets(path)
         return {"packets": packets, "bytes": nbytes, "decode_errors": 0}
 
     return run
 
 
-def raw_reduce(path: str, count: int, probe=None) -> Callable[[], dict]:
+def raw_reduce(path: str, count: int, probe: AllocationProbe | None = None) -> Callable[[], ScenarioFields]:
     import paclo
 
-    def step(acc: list, pkt) -> list:
+    def step(acc: list[int], pkt: paclo.Packet) -> list[int]:
         acc[0] += 1
         acc[1] += pkt.caplen
         return acc
 
-    def run() -> dict:
+    def run() -> ScenarioFields:
         acc = paclo.reduce(_step(step, probe), [0, 0], path=path)
         return {"packets": acc[0], "bytes": acc[1], "decode_errors": 0}
 
     return run
 
 
-def full_decode(path: str, count: int, probe=None) -> Callable[[], dict]:
+def full_decode(path: str, count: int, probe: AllocationProbe | None = None) -> Callable[[], ScenarioFields]:
     import paclo
 
-    def run() -> dict:
+    def run() -> ScenarioFields:
         n = nbytes = errors = 0
         for m in _iter(paclo.read(path, decode="full"), probe):
             n += 1
@@ -95,29 +116,29 @@ def full_decode(path: str, count: int, probe=None) -> Callable[[], dict]:
     return run
 
 
-def full_reduce(path: str, count: int, probe=None) -> Callable[[], dict]:
+def full_reduce(path: str, count: int, probe: AllocationProbe | None = None) -> Callable[[], ScenarioFields]:
     import paclo
 
-    def step(acc: list, m: dict) -> list:
+    def step(acc: list[int], m: dict[str, Any]) -> list[int]:
         acc[0] += 1
         acc[1] += m["caplen"]
         if "decode_error" in m:
             acc[2] += 1
         return acc
 
-    def run() -> dict:
+    def run() -> ScenarioFields:
         acc = paclo.reduce(_step(step, probe), [0, 0, 0], path=path, decode="full")
         return {"packets": acc[0], "bytes": acc[1], "decode_errors": acc[2]}
 
     return run
 
 
-def flow_aggregate(path: str, count: int, probe=None) -> Callable[[], dict]:
+def flow_aggregate(path: str, count: int, probe: AllocationProbe | None = None) -> Callable[[], ScenarioFields]:
     import paclo
 
-    def run() -> dict:
+    def run() -> ScenarioFields:
         n = nbytes = errors = 0
-        counts: dict = {}
+        counts: dict[tuple[tuple[str, Any], ...], int] = {}
         for m in _iter(paclo.read(path, decode="full"), probe):
             n += 1
             nbytes += m["caplen"]
@@ -131,10 +152,10 @@ def flow_aggregate(path: str, count: int, probe=None) -> Callable[[], dict]:
     return run
 
 
-def flow_reduce(path: str, count: int, probe=None) -> Callable[[], dict]:
+def flow_reduce(path: str, count: int, probe: AllocationProbe | None = None) -> Callable[[], ScenarioFields]:
     import paclo
 
-    def step(acc: list, m: dict) -> list:
+    def step(acc: list[Any], m: dict[str, Any]) -> list[Any]:
         acc[0] += 1
         acc[1] += m["caplen"]
         if "decode_error" in m:
@@ -145,24 +166,24 @@ def flow_reduce(path: str, count: int, probe=None) -> Callable[[], dict]:
             counts[key] = counts.get(key, 0) + 1
         return acc
 
-    def run() -> dict:
+    def run() -> ScenarioFields:
         acc = paclo.reduce(_step(step, probe), [0, 0, 0, {}], path=path, decode="full")
         return {"packets": acc[0], "bytes": acc[1], "decode_errors": acc[2], "unique_flows": len(acc[3])}
 
     return run
 
 
-def _column_sum(table, name: str) -> int:
+def _column_sum(table: Any, name: str) -> int:
     import pyarrow.compute as pc
 
     total = pc.sum(table.column(name)).as_py()
     return int(total or 0)
 
 
-def flow_project(path: str, count: int, probe=None) -> Callable[[], dict]:
+def flow_project(path: str, count: int, probe: AllocationProbe | None = None) -> Callable[[], ScenarioFields]:
     import paclo
 
-    def run() -> dict:
+    def run() -> ScenarioFields:
         table = paclo.project(path)
         return {
             "packets": table.num_rows,
@@ -175,10 +196,10 @@ def flow_project(path: str, count: int, probe=None) -> Callable[[], dict]:
     return run
 
 
-def write_pipeline(path: str, count: int, probe=None) -> Callable[[], dict]:
+def write_pipeline(path: str, count: int, probe: AllocationProbe | None = None) -> Callable[[], ScenarioFields]:
     import paclo
 
-    def run() -> dict:
+    def run() -> ScenarioFields:
         fd, out = tempfile.mkstemp(prefix="paclo-perf-write-", suffix=".pcap")
         os.close(fd)
         try:
@@ -201,10 +222,10 @@ def write_pipeline(path: str, count: int, probe=None) -> Callable[[], dict]:
     return run
 
 
-def flow_table(path: str, count: int, probe=None) -> Callable[[], dict]:
+def flow_table(path: str, count: int, probe: AllocationProbe | None = None) -> Callable[[], ScenarioFields]:
     import paclo
 
-    def run() -> dict:
+    def run() -> ScenarioFields:
         table = paclo.flows(path)
         return {
             "packets": _column_sum(table, "packets"),
@@ -218,12 +239,12 @@ def flow_table(path: str, count: int, probe=None) -> Callable[[], dict]:
     return run
 
 
-def arrow_batches(path: str, count: int, probe=None) -> Callable[[], dict]:
+def arrow_batches(path: str, count: int, probe: AllocationProbe | None = None) -> Callable[[], ScenarioFields]:
     import pyarrow.compute as pc
 
     import paclo
 
-    def run() -> dict:
+    def run() -> ScenarioFields:
         n = nbytes = 0
         for batch in _iter(paclo.read_batches(path), probe):
             n += batch.num_rows

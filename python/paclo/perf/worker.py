@@ -13,19 +13,27 @@ import argparse
 import json
 import sys
 import traceback
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from . import metrics
 
+if TYPE_CHECKING:
+    from .scenarios import ScenarioFields
 
-def _native_counts():
+
+def _native_counts() -> Callable[[], tuple[int, int]] | None:
     try:
         from paclo import _paclo
     except ImportError:
         return None
-    return getattr(_paclo, "native_alloc_counts", None)
+    counts: Callable[[], tuple[int, int]] | None = getattr(_paclo, "native_alloc_counts", None)
+    return counts
 
 
-def _build(scenario: str, path: str, count: int, binary: str | None, probe=None):
+def _build(
+    scenario: str, path: str, count: int, binary: str | None, probe: metrics.AllocationProbe | None = None
+) -> tuple[Callable[[], ScenarioFields], bool]:
     from . import peers, scenarios
 
     if scenario in scenarios.SCENARIOS:
@@ -39,7 +47,7 @@ def _build(scenario: str, path: str, count: int, binary: str | None, probe=None)
     raise ValueError(f"unknown scenario {scenario!r}")
 
 
-def run_worker(scenario: str, path: str, count: int, warmups: int, runs: int, binary: str | None) -> dict:
+def run_worker(scenario: str, path: str, count: int, warmups: int, runs: int, binary: str | None) -> dict[str, Any]:
     """Warm up, measure and return the worker's JSON object."""
     fn, native = _build(scenario, path, count, binary)
     counts = _native_counts() if native else None
@@ -103,7 +111,7 @@ def live_main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     cfg = json.loads(args.config)
 
-    def run() -> dict:
+    def run() -> dict[str, Any]:
         from .live_worker import run_live_worker
 
         return run_live_worker(cfg, args.warmups, args.runs, args.ready_file)
@@ -111,11 +119,11 @@ def live_main(argv: list[str]) -> int:
     return _emit(cfg.get("scenario"), run)
 
 
-def _emit(scenario, run) -> int:
+def _emit(scenario: str | None, run: Callable[[], dict[str, Any]]) -> int:
     """Run the measurement and print its one JSON object; on failure, the traceback on stderr."""
     try:
         result = run()
-    except Exception as exc:  # the runner reports stderr; keep the traceback for diagnosis
+    except Exception as exc:  # noqa: BLE001 - the runner reports stderr; keep the traceback
         traceback.print_exc(file=sys.stderr)
         print(f"[worker] {scenario} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
