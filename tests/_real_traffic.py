@@ -136,7 +136,7 @@ class TlsServer(threading.Thread):
 
 
 class Http(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+    def do_GET(self) -> None:
         body = b"paclo\n" * 100
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
@@ -245,10 +245,9 @@ def tls_handshake(host: str, port: int) -> str | None:
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
     ctx.set_alpn_protocols(ALPN)
-    with socket.create_connection((host, port), timeout=TIMEOUT) as raw:
-        with ctx.wrap_socket(raw, server_hostname=SNI) as tls:
-            tls.sendall(b"bye")
-            return tls.selected_alpn_protocol()
+    with socket.create_connection((host, port), timeout=TIMEOUT) as raw, ctx.wrap_socket(raw, server_hostname=SNI) as tls:
+        tls.sendall(b"bye")
+        return tls.selected_alpn_protocol()
 
 
 def openssl_handshake(port: int) -> bool:

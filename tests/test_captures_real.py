@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from _captures_util import tshark_fields
 
 import paclo
-from _captures_util import tshark_fields
 
 TOOLS = ("ip", "tcpdump", "dumpcap", "tshark", "openssl")
 pytestmark = [
@@ -59,7 +59,7 @@ def tshark_rows(path: Path, manifest: dict) -> list[dict[str, str]]:
     for p in manifest["tls_ports"]:
         decode_as += ["-d", f"tcp.port=={p},tls"]
     rows = tshark_fields(str(path), *FIELDS, extra=("-o", "tcp.desegment_tcp_streams:FALSE", *decode_as))
-    return [dict(zip(FIELDS, r)) for r in rows]
+    return [dict(zip(FIELDS, r, strict=True)) for r in rows]
 
 
 def first(v: str) -> str:
@@ -152,7 +152,7 @@ def test_every_capture_tool_reported_no_drop(capture_dir):
 
 
 def test_the_traffic_is_all_there(compared):
-    name, manifest, theirs, ours, proj, stats = compared
+    _, manifest, theirs, ours, proj, stats = compared
     assert manifest["ping_replies"] == 4
     assert len(ours) == len(theirs) == len(proj) == stats["packets"]["processed"] > 60
     assert stats["packets"]["decode_errors"] == 0 and stats["oversized_records"] == 0
@@ -170,7 +170,7 @@ def test_the_traffic_is_all_there(compared):
 
 def test_packet_map_agrees_with_tshark(compared):
     name, _, theirs, ours, _, _ = compared
-    diffs = [(i + 1, k, a[k], b[k]) for i, (a, b) in enumerate(zip(ours, theirs)) for k in a if a[k] != b[k]]
+    diffs = [(i + 1, k, a[k], b[k]) for i, (a, b) in enumerate(zip(ours, theirs, strict=True)) for k in a if a[k] != b[k]]
     assert diffs == [], f"{name}: {len(diffs)} disagreements, first {diffs[:10]}"
 
 
@@ -178,7 +178,7 @@ def test_projection_agrees_with_tshark(compared):
     name, _, theirs, _, proj, _ = compared
     keys = ("src", "dst", "proto", "sport", "dport", "tcp_flags")
     diffs = []
-    for i, (row, t) in enumerate(zip(proj, theirs)):
+    for i, (row, t) in enumerate(zip(proj, theirs, strict=True)):
         p = projection_view(row)
         diffs += [(i + 1, k, p[k], t[k]) for k in keys if p[k] != t[k]]
         assert row["caplen"] == t["caplen"] and row["len"] == t["len"]

@@ -7,10 +7,10 @@ import shutil
 
 import pyarrow as pa
 import pytest
-
-import paclo
 from _captures_util import tshark_fields
 from _decoder_util import dns, dns_name, eth, ipv4, ipv6, tcp, udp
+
+import paclo
 
 DNS = udp(40000, 53, dns(0xBEEF, 0x0100, [(dns_name("example.com"), 1, 1)]))
 BAD_TOTAL = eth(0x0800, ipv4(17, DNS, total_length=19))

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import warnings
 
-import paclo
 import pyarrow as pa
 import pytest
 from _captures_util import (
@@ -19,6 +18,8 @@ from _captures_util import (
     tshark_fields,
 )
 from _foundation_util import libpcap_read
+
+import paclo
 
 FILES = {"pcap": oversized_pcap, "pcapng": oversized_pcapng}
 
@@ -85,7 +86,7 @@ def test_one_warning_per_file_for_a_list(tmp_path):
         t = pa.table(paclo.project(paths))
     assert t.num_rows == 3 * PACKETS
     msgs = [str(x.message) for x in w if x.category is paclo.OversizedRecordWarning]
-    assert len(msgs) == 3 and all(str(p) in m for p, m in zip(paths, msgs))
+    assert len(msgs) == 3 and all(str(p) in m for p, m in zip(paths, msgs, strict=True))
 
 
 def test_libpcap_cuts_or_rejects_what_paclo_reads_whole(oversized):

@@ -7,10 +7,10 @@ import shutil
 
 import pyarrow as pa
 import pytest
-
-import paclo
 from _captures_util import tshark_fields
 from _decoder_util import ipv4, ipv6, tcp, udp
+
+import paclo
 
 V4 = ipv4(17, udp(5353, 53, b"\x12\x34\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00"))
 V6 = ipv6(6, tcp(443, 40000, 0x12))
