@@ -103,9 +103,17 @@ impl RecordCursor {
     }
 }
 
+/// Bytes of the map read past before they are released from this process's resident set.
+const RELEASE_EVERY: usize = 8 << 20;
+/// The smallest page size of the platforms paclo runs on; releases start and end on it.
+const PAGE: usize = 4096;
+
 /// A capture file mapped into memory, read record by record without copying.
 ///
-/// `next_packet` allocates nothing: packets borrow the map.
+/// `next_packet` allocates nothing: packets borrow the map. The pages the cursor has moved
+/// past are released from the process every [`RELEASE_EVERY`] bytes, so a read keeps
+/// O(1) of the file resident however large it is (the page cache keeps them; a packet that
+/// still refers to them reads them back from it).
 pub struct FileReader {
     path: PathBuf,
     map: Arc<Mmap>,
@@ -114,6 +122,8 @@ pub struct FileReader {
     done: bool,
     linktype: Option<u32>,
     snaplen: u32,
+    /// The map before this offset has been released from the resident set.
+    released: usize,
 }
 
 impl FileReader {
@@ -165,6 +175,7 @@ impl FileReader {
             done: false,
             linktype,
             snaplen,
+            released: 0,
         })
     }
 
@@ -222,11 +233,35 @@ impl FileReader {
     }
 }
 
+/// Release `map[from..to]` (rounded inwards to pages) from the resident set.
+#[cold]
+fn release(map: &Mmap, from: usize, to: usize) {
+    #[cfg(unix)]
+    {
+        // SAFETY: the map is a read-only mapping of a file that nothing writes through;
+        // MADV_DONTNEED only drops this process's page-table entries for the range, and the
+        // next access faults the same bytes back in from the file (the kernel's page cache),
+        // so every slice of the map stays valid and unchanged. The range lies within the map.
+        let _ = unsafe {
+            map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, from, to - from)
+        };
+    }
+    #[cfg(not(unix))]
+    let _ = (map, from, to);
+}
+
 impl PacketSource for FileReader {
     #[inline]
     fn next_packet(&mut self) -> Result<Option<RawPacket<'_>>> {
         if self.done {
             return Ok(None);
+        }
+        let at = self.cursor.offset();
+        if at - self.released >= 2 * RELEASE_EVERY {
+            // Keep the last RELEASE_EVERY bytes: the current record starts there.
+            let to = (at - RELEASE_EVERY) & !(PAGE - 1);
+            release(&self.map, self.released, to);
+            self.released = to;
         }
         match self.cursor.next(&self.map) {
             Ok(Some(p)) => Ok(Some(p)),
