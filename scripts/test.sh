@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every test paclo has: the format, lint and type gates, the Rust suite, the Python suite
-# against the installed package, and a bounded fuzz run of the decoder. Run from anywhere;
+# against the installed package, and a bounded fuzz run of every fuzz target. Run from anywhere;
 # needs libpcap-dev, pkg-config, a C compiler, Rust and Python 3.11+.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,5 +26,5 @@ echo "== pytest (installed package)"
 echo "== stub matches the native module"
 (cd tests && python3 -m mypy.stubtest paclo._paclo)
 
-echo "== fuzz the decoder for 60 s"
+echo "== fuzz the decoder, the file reader and the flow path for 60 s"
 bash fuzz/run.sh 60
