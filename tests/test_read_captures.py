@@ -118,3 +118,13 @@ def test_same_frames_and_lengths_as_tshark(oversized):
         ]
     assert len(rows) == PACKETS
     assert ours == rows
+
+
+def test_capture_of_a_file_reads_and_warns_alike(oversized):
+    cap = paclo.capture(path=oversized)
+    with pytest.warns(paclo.OversizedRecordWarning, match=f"has caplen {BIG_FRAME}") as w:
+        got = [p.data for p in cap]
+    assert len(w) == 1
+    assert got == [x.data for x in oversized_records()]
+    s = cap.stats()
+    assert s["oversized_records"] == 1 and s["packets"]["captured"] == PACKETS

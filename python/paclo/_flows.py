@@ -17,6 +17,7 @@ from typing import Any, Literal
 import pyarrow as pa
 
 from . import _paclo
+from ._options import LiveSource, live_source
 
 __all__ = ["flow_topn", "flows", "ip_to_str", "project", "read_batches"]
 
@@ -47,30 +48,78 @@ def _paths(source: Any) -> list[str]:
     )
 
 
+_LIVE_OPTIONS = ("snaplen", "promisc", "timeout_ms", "buffer_size", "immediate", "on_ready")
+
+
+def _source(
+    what: str,
+    source: Any,
+    device: Any,
+    *,
+    duration: Any,
+    limit: Any,
+    live: dict[str, Any],
+    bounded: bool = True,
+) -> list[str] | LiveSource:
+    """What the native functions read: the paths ``source`` names, or the description of
+    the live ``device`` (with its stop conditions and live options)."""
+    unknown = sorted(set(live) - set(_LIVE_OPTIONS))
+    if unknown:
+        raise TypeError(f"{what}() got unexpected options: {', '.join(unknown)}")
+    if device is None:
+        if source is None:
+            raise ValueError(f"{what} requires a source (a path, a list of paths or a Reader) or device=")
+        given = [k for k, v in (("duration", duration), ("limit", limit)) if v is not None] + sorted(live)
+        if given:
+            raise TypeError(f"{what}(source) got live options: {', '.join(given)} (they need device=)")
+        return _paths(source)
+    if source is not None:
+        raise ValueError(f"{what} takes either a source or device=, not both")
+    if bounded and duration is None and limit is None:
+        raise ValueError(f"{what}(device=...) needs duration= or limit= to know when the capture ends")
+    return live_source(device, duration=duration, limit=limit, **live)
+
+
 def _check_filter(filter: Any) -> str | None:
     if filter is None or isinstance(filter, str):
         return filter
     raise TypeError(f"filter must be a BPF expression (str) or None, not {type(filter).__name__}")
 
 
-def project(source: Any, *, filter: str | None = None) -> pa.Table:
+def project(
+    source: Any = None,
+    *,
+    device: str | None = None,
+    filter: str | None = None,
+    duration: float | None = None,
+    limit: int | None = None,
+    **live: Any,
+) -> pa.Table:
     """One row per packet: ``ts_ns, caplen, len, ip_version, protocol, src_ip, dst_ip,
     src_port, dst_port, vlan_id, tcp_flags`` (see docs/flows.md for the column dictionary).
 
     ``source`` is a path, a list of paths (projected in parallel, rows in file order) or
-    an open ``Reader`` (its file is projected from the start).
+    an open ``Reader`` (its file is projected from the start). ``device=`` captures live
+    instead, until ``duration`` seconds or ``limit`` packets, with the live options of
+    :func:`paclo.capture` (``snaplen``, ``promisc``, ``timeout_ms``, ``buffer_size``,
+    ``immediate``, ``on_ready``).
     """
-    stream = _paclo.flow_project(_paths(source), filter=_check_filter(filter))
+    src = _source("project", source, device, duration=duration, limit=limit, live=live)
+    stream = _paclo.flow_project(src, filter=_check_filter(filter))
     return pa.table(stream)
 
 
 def flows(
-    source: Any,
+    source: Any = None,
     *,
+    device: str | None = None,
     bidirectional: bool = False,
     idle_timeout: float | None = None,
     active_timeout: float | None = None,
     filter: str | None = None,
+    duration: float | None = None,
+    limit: int | None = None,
+    **live: Any,
 ) -> pa.Table:
     """The flow table: one row per flow, aggregated natively.
 
@@ -78,15 +127,17 @@ def flows(
     no packet arrived for ``idle_timeout`` or when it has lasted ``active_timeout``, and
     the table then has an ``expiration_reason`` column. ``bidirectional=True`` keys flows
     by the canonical endpoint pair (the smaller endpoint first) and adds per-direction
-    counters. A list of paths is aggregated as one capture.
+    counters. A list of paths is aggregated as one capture. ``device=`` captures live
+    instead, as for :func:`project`.
     """
     if not isinstance(bidirectional, bool):
         raise TypeError(f"bidirectional must be True or False, not {bidirectional!r}")
     for name, value in (("idle_timeout", idle_timeout), ("active_timeout", active_timeout)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
             raise TypeError(f"{name} must be a number of seconds or None, not {value!r}")
+    src = _source("flows", source, device, duration=duration, limit=limit, live=live)
     stream = _paclo.flow_table(
-        _paths(source),
+        src,
         bidirectional=bidirectional,
         idle_timeout=None if idle_timeout is None else float(idle_timeout),
         active_timeout=None if active_timeout is None else float(active_timeout),
@@ -96,47 +147,71 @@ def flows(
 
 
 def flow_topn(
-    source: Any,
+    source: Any = None,
     n: int = 10,
     *,
+    device: str | None = None,
     by: Literal["packets", "bytes"] = "packets",
     bidirectional: bool = False,
     filter: str | None = "udp or tcp",
+    duration: float | None = None,
+    limit: int | None = None,
+    **live: Any,
 ) -> list[dict[str, Any]]:
     """The ``n`` largest flows: ``[{"flow": {"proto", "src", "dst"}, "packets", "bytes"}]``.
 
     Sorted by ``by`` descending, ties by flow key ascending, so the output is
     deterministic. ``src``/``dst`` are ``"ip:port"`` (``"[v6]:port"`` for IPv6, RFC 5952
-    text), or the address alone without ports. ``bytes`` sums wire lengths.
+    text), or the address alone without ports. ``bytes`` sums wire lengths. ``device=``
+    captures live instead, as for :func:`project`.
     """
-    return _topn(source, n, by=by, bidirectional=bidirectional, filter=filter)[0]
+    src = _source("flow_topn", source, device, duration=duration, limit=limit, live=live)
+    return _topn(src, n, by=by, bidirectional=bidirectional, filter=filter)[0]
 
 
-def _topn(source: Any, n: int, *, by: str, bidirectional: bool, filter: str | None) -> tuple[list[dict[str, Any]], int, int]:
-    """``flow_topn`` plus the number of flows and of packets aggregated."""
+def _topn(
+    source: Any, n: int, *, by: str, bidirectional: bool, filter: str | None
+) -> tuple[list[dict[str, Any]], int, int]:
+    """``flow_topn`` plus the number of flows and of packets aggregated; ``source`` is
+    what :func:`_source` returns, or anything :func:`_paths` takes."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
         raise ValueError(f"n must be a non-negative integer, not {n!r}")
     if by not in ("packets", "bytes"):
         raise ValueError(f"by must be 'packets' or 'bytes', not {by!r}")
     if not isinstance(bidirectional, bool):
         raise TypeError(f"bidirectional must be True or False, not {bidirectional!r}")
+    if not isinstance(source, dict):
+        source = _paths(source)
     rows, nflows, npackets = _paclo.flow_topn(
-        _paths(source), n, by_bytes=by == "bytes", bidirectional=bidirectional, filter=_check_filter(filter)
+        source, n, by_bytes=by == "bytes", bidirectional=bidirectional, filter=_check_filter(filter)
     )
     return rows, nflows, npackets
 
 
-def read_batches(path: str | os.PathLike[str], *, batch_size: int = 65536, filter: str | None = None) -> Iterator[pa.RecordBatch]:
+def read_batches(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    device: str | None = None,
+    batch_size: int = 65536,
+    filter: str | None = None,
+    duration: float | None = None,
+    limit: int | None = None,
+    **live: Any,
+) -> Iterator[pa.RecordBatch]:
     """Raw packets as pyarrow RecordBatches (``ts_ns, caplen, wirelen, data``), read lazily.
 
     A truncated last record raises after the batches before it were yielded. Ctrl-C
-    raises KeyboardInterrupt while a batch is read; the iterator stays usable.
+    raises KeyboardInterrupt while a batch is read; the iterator stays usable. ``device=``
+    reads a live device instead (until ``duration``, ``limit``, or the end of iteration),
+    with the live options of :func:`paclo.capture`.
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer, not {batch_size!r}")
-    if not isinstance(path, (str, os.PathLike)):
+    if device is None and path is not None and not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
-    stream = _paclo.read_batches(os.fspath(path), batch_size=batch_size, filter=_check_filter(filter))
+    src = _source("read_batches", path, device, duration=duration, limit=limit, live=live, bounded=False)
+    source = src[0] if isinstance(src, list) else src
+    stream = _paclo.read_batches(source, batch_size=batch_size, filter=_check_filter(filter))
     # Iterating the native stream yields pyarrow batches; it checks for signals itself.
     return stream
 

@@ -6,11 +6,13 @@ use std::sync::Arc;
 
 use memmap2::Mmap;
 
+use super::bpf::FileFilter;
 use super::classic::{self, ClassicCursor};
 use super::pcapng::{NgCursor, BLOCK_SHB};
 use super::{FileFormat, Issue, Oversized};
+use crate::decode::link::LINKTYPE_ETHERNET;
 use crate::error::{Error, Result};
-use crate::source::{PacketSource, RawPacket};
+use crate::source::{Fetch, PacketSource, RawPacket, SourceInfo, SCAN_BUDGET};
 
 /// A cursor over the records of either format, parsing from a `&[u8]`.
 #[derive(Clone, Debug)]
@@ -110,10 +112,12 @@ const PAGE: usize = 4096;
 
 /// A capture file mapped into memory, read record by record without copying.
 ///
-/// `next_packet` allocates nothing: packets borrow the map. The pages the cursor has moved
-/// past are released from the process every [`RELEASE_EVERY`] bytes, so a read keeps
-/// O(1) of the file resident however large it is (the page cache keeps them; a packet that
-/// still refers to them reads them back from it).
+/// Reading allocates nothing: packets borrow the map. As a [`PacketSource`] it applies the
+/// BPF filter installed with [`PacketSource::install_filter`]; [`next_packet`](Self::next_packet)
+/// reads every record. The pages the cursor has moved past are released from the process
+/// every [`RELEASE_EVERY`] bytes, so a read keeps O(1) of the file resident however large
+/// it is (the page cache keeps them; a packet that still refers to them reads them back
+/// from it).
 pub struct FileReader {
     path: PathBuf,
     map: Arc<Mmap>,
@@ -122,6 +126,7 @@ pub struct FileReader {
     done: bool,
     linktype: Option<u32>,
     snaplen: u32,
+    filter: Option<FileFilter>,
     /// The map before this offset has been released from the resident set.
     released: usize,
 }
@@ -144,7 +149,7 @@ impl FileReader {
             };
             return Err(Error::Io {
                 path,
-                source: std::io::Error::other(what),
+                source: std::io::Error::other(what).into(),
             });
         }
         let file = File::open(&path).map_err(|e| Error::from_io(&path, e))?;
@@ -175,6 +180,7 @@ impl FileReader {
             done: false,
             linktype,
             snaplen,
+            filter: None,
             released: 0,
         })
     }
@@ -233,6 +239,46 @@ impl FileReader {
     }
 }
 
+impl FileReader {
+    /// The next record, `Ok(None)` at the end; the filter is not applied.
+    ///
+    /// # Errors
+    /// [`Error::Format`] for a malformed record, [`Error::Truncated`] for a cut last
+    /// record; the reader then reports the end.
+    #[inline]
+    pub fn next_packet(&mut self) -> Result<Option<RawPacket<'_>>> {
+        if self.done {
+            return Ok(None);
+        }
+        release_behind(&self.map, self.cursor.offset(), &mut self.released);
+        match self.cursor.next(&self.map) {
+            Ok(Some(p)) => Ok(Some(p)),
+            Ok(None) => {
+                self.done = true;
+                Ok(None)
+            }
+            Err(issue) => {
+                self.done = true;
+                Err(issue.into_error(&self.path))
+            }
+        }
+    }
+}
+
+/// Release the pages of `map` more than [`RELEASE_EVERY`] bytes behind `at` (the cursor)
+/// from the resident set, once [`RELEASE_EVERY`] more bytes have been read since
+/// `released`, which moves on. (Fields, not `&mut FileReader`: the caller may hold a packet
+/// borrowed from the map.)
+#[inline]
+fn release_behind(map: &Mmap, at: usize, released: &mut usize) {
+    if at - *released >= 2 * RELEASE_EVERY {
+        // Keep the last RELEASE_EVERY bytes: the current record starts there.
+        let to = (at - RELEASE_EVERY) & !(PAGE - 1);
+        release(map, *released, to);
+        *released = to;
+    }
+}
+
 /// Release `map[from..to]` (rounded inwards to pages) from the resident set.
 #[cold]
 fn release(map: &Mmap, from: usize, to: usize) {
@@ -252,28 +298,75 @@ fn release(map: &Mmap, from: usize, to: usize) {
 
 impl PacketSource for FileReader {
     #[inline]
-    fn next_packet(&mut self) -> Result<Option<RawPacket<'_>>> {
+    fn fetch(&mut self) -> Result<Fetch<'_>> {
         if self.done {
-            return Ok(None);
+            return Ok(Fetch::End);
         }
-        let at = self.cursor.offset();
-        if at - self.released >= 2 * RELEASE_EVERY {
-            // Keep the last RELEASE_EVERY bytes: the current record starts there.
-            let to = (at - RELEASE_EVERY) & !(PAGE - 1);
-            release(&self.map, self.released, to);
-            self.released = to;
-        }
-        match self.cursor.next(&self.map) {
-            Ok(Some(p)) => Ok(Some(p)),
-            Ok(None) => {
-                self.done = true;
-                Ok(None)
+        let mut rejected = 0u32;
+        loop {
+            release_behind(&self.map, self.cursor.offset(), &mut self.released);
+            match self.cursor.next(&self.map) {
+                Ok(Some(p)) => {
+                    if let Some(f) = self.filter.as_mut() {
+                        match f.matches(&p) {
+                            Ok(true) => {}
+                            Ok(false) => {
+                                rejected += 1;
+                                if rejected >= SCAN_BUDGET {
+                                    return Ok(Fetch::Idle);
+                                }
+                                continue;
+                            }
+                            Err(e) => {
+                                self.done = true;
+                                return Err(e);
+                            }
+                        }
+                    }
+                    return Ok(Fetch::Packet(p));
+                }
+                Ok(None) => {
+                    self.done = true;
+                    return Ok(Fetch::End);
+                }
+                Err(issue) => {
+                    self.done = true;
+                    return Err(issue.into_error(&self.path));
+                }
             }
-            Err(issue) => {
-                self.done = true;
-                Err(issue.into_error(&self.path))
-            }
         }
+    }
+
+    fn info(&self) -> SourceInfo {
+        SourceInfo::Path(std::path::absolute(&self.path).unwrap_or_else(|_| self.path.clone()))
+    }
+
+    fn linktype(&self) -> Option<u32> {
+        self.linktype
+    }
+
+    fn snaplen(&self) -> u32 {
+        self.snaplen
+    }
+
+    fn progress(&self) -> Option<(u64, u64)> {
+        Some((self.position(), self.file_len()))
+    }
+
+    fn set_strict(&mut self, strict: bool) {
+        FileReader::set_strict(self, strict);
+    }
+
+    fn oversized(&self) -> Option<&Oversized> {
+        Some(FileReader::oversized(self))
+    }
+
+    /// Compiled for the file's link type (pcapng: its first interface's, Ethernet when none
+    /// is described before the first packet), and for each other link type when met.
+    fn install_filter(&mut self, expr: &str) -> Result<()> {
+        let first = self.linktype.unwrap_or(LINKTYPE_ETHERNET);
+        self.filter = Some(FileFilter::new(expr, first, self.snaplen.max(1))?);
+        Ok(())
     }
 }
 
