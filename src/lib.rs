@@ -12,6 +12,7 @@
 //! - [`pcap`]: file formats, the mmap reader, the writer, BPF on buffers.
 //! - [`capture`]: libpcap live capture, managed capture, queue policies, statistics.
 //! - [`decode`]: one decoder for the full packet map and the flow projection.
+//! - [`fingerprint`]: the JA4 family of fingerprints, with bounded per-connection state.
 //! - [`flow`]: projection columns and the aggregated flow table.
 //! - [`perf`]: deterministic datasets and measurement helpers.
 //! - [`alloc`]: the counting global allocator behind the zero-allocation tests.
@@ -23,6 +24,7 @@ pub mod alloc;
 pub mod capture;
 pub mod decode;
 pub mod error;
+pub mod fingerprint;
 pub mod flow;
 mod libpcap;
 pub mod pcap;
