@@ -47,8 +47,8 @@ def sh(*cmd: str) -> None:
 # ---- servers -------------------------------------------------------------------------
 
 
-class TcpSink(threading.Thread):
-    """Accepts connections and echoes what it reads until the peer closes."""
+class TcpListener(threading.Thread):
+    """Accepts connections on an ephemeral port and hands each to serve() until closed."""
 
     def __init__(self, family: int, host: str) -> None:
         super().__init__(daemon=True)
@@ -58,16 +58,26 @@ class TcpSink(threading.Thread):
         self.sock.settimeout(TIMEOUT)
         self.port = self.sock.getsockname()[1]
 
+    def serve(self, conn: socket.socket) -> None:
+        raise NotImplementedError
+
     def run(self) -> None:
         while True:
             try:
                 conn, _ = self.sock.accept()
             except OSError:
                 return
-            with conn:
-                conn.settimeout(TIMEOUT)
-                while data := conn.recv(65536):
-                    conn.sendall(data)
+            conn.settimeout(TIMEOUT)
+            self.serve(conn)
+
+
+class TcpSink(TcpListener):
+    """Echoes what it reads until the peer closes."""
+
+    def serve(self, conn: socket.socket) -> None:
+        with conn:
+            while data := conn.recv(65536):
+                conn.sendall(data)
 
 
 class UdpEcho(threading.Thread):
@@ -107,32 +117,21 @@ def dns_query(ident: int, name: str, qtype: int) -> bytes:
     return struct.pack("!HHHHHH", ident, 0x0100, 1, 0, 0, 0) + qname + struct.pack("!HH", qtype, 1)
 
 
-class TlsServer(threading.Thread):
+class TlsServer(TcpListener):
     """Completes TLS handshakes (ALPN h2 or http/1.1), then closes."""
 
     def __init__(self, family: int, host: str, cert: Path, key: Path) -> None:
-        super().__init__(daemon=True)
+        super().__init__(family, host)
         self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.ctx.load_cert_chain(cert, key)
         self.ctx.set_alpn_protocols(ALPN)
-        self.sock = socket.socket(family, socket.SOCK_STREAM)
-        self.sock.bind((host, 0))
-        self.sock.listen(8)
-        self.sock.settimeout(TIMEOUT)
-        self.port = self.sock.getsockname()[1]
 
-    def run(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            conn.settimeout(TIMEOUT)
-            try:
-                with self.ctx.wrap_socket(conn, server_side=True) as tls:
-                    tls.recv(100)
-            except (OSError, ssl.SSLError):
-                conn.close()
+    def serve(self, conn: socket.socket) -> None:
+        try:
+            with self.ctx.wrap_socket(conn, server_side=True) as tls:
+                tls.recv(100)
+        except (OSError, ssl.SSLError):
+            conn.close()
 
 
 class Http(BaseHTTPRequestHandler):
