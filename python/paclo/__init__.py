@@ -28,6 +28,7 @@ from .exceptions import (
     PcapFormatError,
     TruncatedCaptureWarning,
 )
+from .parquet import to_parquet
 
 __all__ = [
     "Capture",
@@ -56,5 +57,6 @@ __all__ = [
     "read",
     "read_batches",
     "reduce",
+    "to_parquet",
     "write_pcap",
 ]

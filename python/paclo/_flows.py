@@ -86,6 +86,12 @@ def _check_filter(filter: Any) -> str | None:
     raise TypeError(f"filter must be a BPF expression (str) or None, not {type(filter).__name__}")
 
 
+def _table(stream: _paclo.ArrowStream) -> pa.Table:
+    # Not pa.table(stream): it asks pandas whether the stream is a DataFrame, and so
+    # imports pandas (a second or more) on the first call of a process.
+    return pa.RecordBatchReader.from_stream(stream).read_all()
+
+
 def project(
     source: Any = None,
     *,
@@ -106,7 +112,7 @@ def project(
     """
     src = _source("project", source, device, duration=duration, limit=limit, live=live)
     stream = _paclo.flow_project(src, filter=_check_filter(filter))
-    return pa.table(stream)
+    return _table(stream)
 
 
 def flows(
@@ -143,7 +149,7 @@ def flows(
         active_timeout=None if active_timeout is None else float(active_timeout),
         filter=_check_filter(filter),
     )
-    return pa.table(stream)
+    return _table(stream)
 
 
 def flow_topn(

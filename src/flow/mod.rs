@@ -22,7 +22,7 @@ use crate::pcap::FileReader;
 use crate::source::{Limits, PacketSource, RawPacket, SourceLoop, Step};
 
 pub use columns::{ProjectionBuilder, RawBatchBuilder};
-pub use table::{FlowKey, FlowOptions, FlowStats, FlowTable};
+pub use table::{FlowOptions, FlowStats, FlowTable, FlowTuple};
 
 /// Steps a loop takes (packets, or runs of filtered-out records) between two calls of its
 /// [`Stop`] check: the hot loop pays a counter compare per packet, the check runs once per

@@ -11,10 +11,12 @@ use super::columns::{addr_type, addrs, prim, validity, ADDR_LEN};
 use crate::decode::fastpath::{self, FlowFields};
 use crate::source::RawPacket;
 
-/// What identifies a flow. Addresses are 16 bytes (IPv4-mapped for IPv4), so comparing
-/// keys compares addresses numerically.
+/// What identifies a flow in a table: the 5-tuple and the VLAN (the decoder's
+/// [`FlowKey`](crate::decode::FlowKey) is the packet map's protocol-and-ports key).
+/// Addresses are 16 bytes (IPv4-mapped for IPv4), so comparing tuples compares addresses
+/// numerically.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct FlowKey {
+pub struct FlowTuple {
     /// 4 or 6.
     pub ip_version: u8,
     /// The transport protocol number.
@@ -31,7 +33,7 @@ pub struct FlowKey {
     pub vlan_id: Option<u16>,
 }
 
-/// The map's key: a [`FlowKey`] packed into three words, so hashing and comparing cost
+/// The map's key: a [`FlowTuple`] packed into three words, so hashing and comparing cost
 /// three operations. Addresses are big-endian numbers, so the derived order is numeric.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct Packed {
@@ -96,10 +98,10 @@ impl Packed {
         }
     }
 
-    fn unpack(self) -> FlowKey {
+    fn unpack(self) -> FlowTuple {
         let port = |bits: u64| (bits & PORT_PRESENT != 0).then_some(bits as u16);
         let vlan = self.meta >> 50;
-        FlowKey {
+        FlowTuple {
             ip_version: self.meta as u8,
             protocol: (self.meta >> 8) as u8,
             src: self.src.to_be_bytes(),
@@ -324,10 +326,10 @@ impl FlowTable {
     }
 
     /// Every flow row, ordered by first packet time then key.
-    pub fn rows(self) -> Vec<(FlowKey, FlowStats, Expiration)> {
+    pub fn rows(self) -> Vec<(FlowTuple, FlowStats, Expiration)> {
         let idle = self.opts.idle_timeout_ns;
         let end = self.last_ts;
-        let mut rows: Vec<(FlowKey, FlowStats, Expiration)> = self
+        let mut rows: Vec<(FlowTuple, FlowStats, Expiration)> = self
             .expired
             .into_iter()
             .map(|(k, s, r)| (k.unpack(), s, r))
@@ -345,8 +347,8 @@ impl FlowTable {
     }
 
     /// The `n` largest flows by packets (or bytes), ties broken by key ascending.
-    pub fn top(self, n: usize, by_bytes: bool) -> Vec<(FlowKey, FlowStats)> {
-        let mut rows: Vec<(FlowKey, FlowStats)> =
+    pub fn top(self, n: usize, by_bytes: bool) -> Vec<(FlowTuple, FlowStats)> {
+        let mut rows: Vec<(FlowTuple, FlowStats)> =
             self.rows().into_iter().map(|(k, s, _)| (k, s)).collect();
         let metric = |s: &FlowStats| if by_bytes { s.bytes } else { s.packets };
         rows.sort_unstable_by(|a, b| {
@@ -404,13 +406,13 @@ pub fn flow_schema(opts: FlowOptions) -> Schema {
 }
 
 fn flow_batch(
-    rows: &[(FlowKey, FlowStats, Expiration)],
+    rows: &[(FlowTuple, FlowStats, Expiration)],
     opts: FlowOptions,
     total: u64,
     not_aggregated: u64,
 ) -> RecordBatch {
     let n = rows.len();
-    let col = |f: &dyn Fn(&FlowKey, &FlowStats) -> u64| -> ArrayRef {
+    let col = |f: &dyn Fn(&FlowTuple, &FlowStats) -> u64| -> ArrayRef {
         prim::<UInt64Type>(rows.iter().map(|(k, s, _)| f(k, s)).collect(), None)
     };
     let mut src = Vec::with_capacity(n * ADDR_LEN);
@@ -419,7 +421,7 @@ fn flow_batch(
         src.extend_from_slice(&k.src);
         dst.extend_from_slice(&k.dst);
     }
-    let opt16 = |f: &dyn Fn(&FlowKey) -> Option<u16>| -> ArrayRef {
+    let opt16 = |f: &dyn Fn(&FlowTuple) -> Option<u16>| -> ArrayRef {
         let v: Vec<Option<u16>> = rows.iter().map(|(k, _, _)| f(k)).collect();
         prim::<UInt16Type>(
             v.iter().map(|x| x.unwrap_or(0)).collect(),
@@ -480,8 +482,8 @@ mod tests {
     use proptest::prelude::*;
 
     /// The reference the packed key is checked against: the key field by field.
-    fn key_of(f: &FlowFields) -> FlowKey {
-        FlowKey {
+    fn key_of(f: &FlowFields) -> FlowTuple {
+        FlowTuple {
             ip_version: f.ip_version,
             protocol: f.protocol,
             src: f.src,
@@ -493,12 +495,12 @@ mod tests {
     }
 
     /// The smaller `(address, port)` first (derived `Option` order: `None` first).
-    fn canonical(k: FlowKey) -> (FlowKey, bool) {
+    fn canonical(k: FlowTuple) -> (FlowTuple, bool) {
         if (k.src, k.src_port) <= (k.dst, k.dst_port) {
             (k, true)
         } else {
             (
-                FlowKey {
+                FlowTuple {
                     src: k.dst,
                     src_port: k.dst_port,
                     dst: k.src,

@@ -13,7 +13,7 @@ use super::gil::interruptible;
 use super::interop::ArrowStream;
 use crate::flow::text::{column_version, endpoint, proto_name, write_addr};
 use crate::flow::{
-    self, columns, flows_source, project_source, FlowKey, FlowOptions, FlowTable, Notices,
+    self, columns, flows_source, project_source, FlowOptions, FlowTable, FlowTuple, Notices,
     RawBatches, Walk,
 };
 use crate::pcap::FileReader;
@@ -172,7 +172,7 @@ pub fn flow_topn<'py>(
     let table = build_table(py, source, filter, opts)?;
     let (packets, _) = table.counts();
     let flows = table.len();
-    let top: Vec<(FlowKey, flow::FlowStats)> = py.detach(|| table.top(n, by_bytes));
+    let top: Vec<(FlowTuple, flow::FlowStats)> = py.detach(|| table.top(n, by_bytes));
     let out = PyList::empty(py);
     for (k, s) in top {
         let f = PyDict::new(py);
