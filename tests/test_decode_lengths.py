@@ -37,7 +37,7 @@ def test_ipv4_total_length_below_header(tmp_path):
     assert r.stats()["packets"]["decode_errors"] == 1
     r = paclo.read(p, decode="flow")
     flat = list(r)
-    assert flat[0]["decode_error"] == "invalid IPv4 total length" and flat[0]["dst_port"] == 53
+    assert flat[0]["decode_error"] == maps[0]["decode_error"] and flat[0]["dst_port"] == 53
     assert "decode_error" not in flat[1]
     assert r.stats()["packets"]["decode_errors"] == 1
     t = pa.table(paclo.project(p))
