@@ -22,13 +22,20 @@ from ._flows import flow_topn, flows, ip_to_str, project, read_batches
 from ._io import PcapWriter, Reduced, read, reduce, write_pcap
 from ._paclo import Packet, Reader, __version__
 from .bpf import bpf
-from .exceptions import CaptureError, PacloError, PcapFormatError, TruncatedCaptureWarning
+from .exceptions import (
+    CaptureError,
+    OversizedRecordWarning,
+    PacloError,
+    PcapFormatError,
+    TruncatedCaptureWarning,
+)
 from .parquet import to_parquet
 
 __all__ = [
     "Capture",
     "CaptureError",
     "FanOut",
+    "OversizedRecordWarning",
     "Packet",
     "PacloError",
     "PcapFormatError",

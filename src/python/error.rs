@@ -16,6 +16,7 @@ use crate::stats::Failure;
 pyo3::import_exception!(paclo.exceptions, PcapFormatError);
 pyo3::import_exception!(paclo.exceptions, CaptureError);
 pyo3::import_exception!(paclo.exceptions, TruncatedCaptureWarning);
+pyo3::import_exception!(paclo.exceptions, OversizedRecordWarning);
 
 impl From<Error> for PyErr {
     fn from(err: Error) -> PyErr {
@@ -95,6 +96,18 @@ pub fn capture_failed(err: Error) -> PyErr {
         Error::Capture(m) => CaptureError::new_err(format!("capture failed: {m}")),
         other => other.into(),
     }
+}
+
+/// Warn that records longer than their snaplen were read whole: `OversizedRecordWarning`
+/// with `message` (naming the first); `stacklevel` as for [`warn_truncated`].
+pub fn warn_oversized(py: Python<'_>, message: &str, stacklevel: i32) -> PyResult<()> {
+    let message = CString::new(message).unwrap_or_default();
+    PyErr::warn(
+        py,
+        &py.get_type::<OversizedRecordWarning>(),
+        &message,
+        stacklevel,
+    )
 }
 
 /// Warn that a capture file ended inside a record: `TruncatedCaptureWarning` with the

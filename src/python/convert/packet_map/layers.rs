@@ -74,7 +74,11 @@ fn ipv4_fields(
         m.none(&k.frag_offset)?;
     }
     flow_key(m, k, t, l3, &src, &dst)?;
-    m.set(&k.l4, l4_map(m.py, k, t, &v4.l4)?)
+    m.set(&k.l4, l4_map(m.py, k, t, &v4.l4)?)?;
+    if let Some(n) = v4.presumed_total_length {
+        m.set(&k.presumed_total_length, n)?;
+    }
+    Ok(())
 }
 
 fn ipv6_fields(
@@ -102,7 +106,11 @@ fn ipv6_fields(
     m.set(&k.frag, v6.frag)?;
     m.set(&k.frag_offset, v6.frag_offset)?;
     flow_key(m, k, t, l3, &src, &dst)?;
-    m.set(&k.l4, l4_map(m.py, k, t, &v6.l4)?)
+    m.set(&k.l4, l4_map(m.py, k, t, &v6.l4)?)?;
+    if let Some(n) = v6.presumed_payload_length {
+        m.set(&k.presumed_payload_length, n)?;
+    }
+    Ok(())
 }
 
 fn flow_key<'py>(
