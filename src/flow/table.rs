@@ -295,13 +295,13 @@ impl FlowTable {
         let reason = if self
             .opts
             .idle_timeout_ns
-            .is_some_and(|t| stats.packets > 0 && ts - stats.last_ts_ns >= t)
+            .is_some_and(|t| stats.packets > 0 && ts.saturating_sub(stats.last_ts_ns) >= t)
         {
             Some(Expiration::Idle)
         } else if self
             .opts
             .active_timeout_ns
-            .is_some_and(|t| stats.packets > 0 && ts - stats.first_ts_ns >= t)
+            .is_some_and(|t| stats.packets > 0 && ts.saturating_sub(stats.first_ts_ns) >= t)
         {
             Some(Expiration::Active)
         } else {
@@ -335,7 +335,7 @@ impl FlowTable {
             .map(|(k, s, r)| (k.unpack(), s, r))
             .collect();
         rows.extend(self.map.into_iter().map(|(k, s)| {
-            let r = if idle.is_some_and(|t| end - s.last_ts_ns >= t) {
+            let r = if idle.is_some_and(|t| end.saturating_sub(s.last_ts_ns) >= t) {
                 Expiration::Idle
             } else {
                 Expiration::End
