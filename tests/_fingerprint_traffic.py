@@ -132,27 +132,80 @@ def servers(dirpath: Path) -> tuple[Server, Server, Path]:
     return Server(ctx), Server(None), cert
 
 
+class Tcpdump:
+    """What a tcpdump run reported once it stopped."""
+
+    def __init__(self) -> None:
+        #: tcpdump's stderr (its start line and its exit summary).
+        self.stderr = ""
+        #: Whether tcpdump had exited before the traffic block ended.
+        self.ended_early = False
+        #: The summary's "N packets captured" (None when the summary has no such line).
+        self.captured: int | None = None
+
+    def problem(self, path: Path) -> str | None:
+        """Why this capture cannot be trusted, or None: tcpdump ended before the traffic
+        did, captured nothing, or the file does not hold what it says it captured."""
+        if self.ended_early:
+            return f"tcpdump ended before the traffic did: {self.stderr!r}"
+        if not self.captured:
+            return f"tcpdump captured no packets: {self.stderr!r}"
+        in_file = count_packets(path)
+        if in_file != self.captured:
+            return f"tcpdump says {self.captured} packets captured, its file holds {in_file}: {self.stderr!r}"
+        return None
+
+
+def count_packets(path: Path) -> int:
+    """Records in a classic pcap file, read with scapy (independent of paclo)."""
+    from scapy.utils import PcapReader
+
+    with PcapReader(str(path)) as r:
+        return sum(1 for _ in r)
+
+
+def _settle(path: Path, quiet: float = 0.5, limit: float = 5.0) -> None:
+    """Wait until `path` has not grown for `quiet` seconds (at most `limit` seconds)."""
+    end = time.monotonic() + limit
+    size, since = -1, time.monotonic()
+    while time.monotonic() < end:
+        now = path.stat().st_size if path.exists() else 0
+        if now != size:
+            size, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return
+        time.sleep(0.05)
+
+
 @contextlib.contextmanager
-def tcpdump(path: Path, bpf: str) -> Iterator[None]:
-    """Capture `bpf` on lo into `path` while the block runs."""
+def tcpdump(path: Path, bpf: str) -> Iterator[Tcpdump]:
+    """Capture `bpf` on lo into `path` while the block runs. Immediate mode with a flush
+    per packet, so every packet reaches the file as it arrives; after the block, waits
+    until the file stops growing, then stops tcpdump with SIGINT and waits for its exit
+    summary, which must report no kernel drops. The yielded record says whether tcpdump
+    was still running when the block ended and how many packets it captured."""
     exe = shutil.which("tcpdump")
     assert exe, "tcpdump is needed (installed by .ci/run)"
+    info = Tcpdump()
     p = subprocess.Popen(
-        [exe, "-i", "lo", "-U", "-s", "0", "-w", str(path), bpf],
+        [exe, "-i", "lo", "--immediate-mode", "-U", "-n", "-s", "0", "-w", str(path), bpf],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
     )
+    start = ""
     try:
         assert p.stderr is not None
         deadline = time.monotonic() + 10
         line = ""
         while time.monotonic() < deadline and "listening on" not in line:
             line = p.stderr.readline()
+            start += line
             if not line and p.poll() is not None:
-                raise RuntimeError(f"tcpdump exited: {p.returncode}")
-        yield
-        time.sleep(0.3)  # let the last segments reach the file
+                raise RuntimeError(f"tcpdump exited: {p.returncode}: {start!r}")
+        yield info
+        _settle(path)
+        info.ended_early = p.poll() is not None
     finally:
         p.send_signal(signal.SIGINT)
         try:
@@ -162,8 +215,11 @@ def tcpdump(path: Path, bpf: str) -> Iterator[None]:
             p.wait()
     # tcpdump's summary: every packet the kernel offered reached the file.
     summary = p.stderr.read() if p.stderr is not None else ""
+    info.stderr = start + summary
+    captured = re.search(r"(\d+) packets? captured", summary)
+    info.captured = int(captured.group(1)) if captured else None
     dropped = re.search(r"(\d+) packets? dropped by kernel", summary)
-    assert dropped is not None and dropped.group(1) == "0", f"tcpdump: {summary!r}"
+    assert dropped is not None and dropped.group(1) == "0", f"tcpdump: {info.stderr!r}"
 
 
 def tls_clients(port: int, cafile: Path) -> list[str]:

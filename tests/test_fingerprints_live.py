@@ -49,7 +49,7 @@ def test_live_fingerprints_equal_the_file_of_the_same_packets(tmp_path: Path) ->
 
     client = threading.Thread(target=clients, daemon=True)
     try:
-        with T.tcpdump(pcap, bpf):
+        with T.tcpdump(pcap, bpf) as dump:
             t0 = time.monotonic()
             table = paclo.fingerprints(device=LO, filter=bpf, methods="all", duration=DURATION, on_ready=client.start)
             client.join(20)
@@ -57,6 +57,7 @@ def test_live_fingerprints_equal_the_file_of_the_same_packets(tmp_path: Path) ->
         tls.close()
         plain.close()
     assert "done" in ran, "the clients did not finish"
+    assert dump.problem(pcap) is None
     assert isinstance(ran["done"], float) and ran["done"] - t0 < DURATION, "the clients outlasted the capture"
     assert len(ran["tls"]) == 6, ran  # type: ignore[arg-type]
     live_rows = _rows(table)
