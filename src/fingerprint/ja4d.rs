@@ -8,7 +8,7 @@
 //! c = the parameter request list (option 55, every occurrence) joined by `-`. An empty b
 //! or c is `00`. A message without option 53 gives no fingerprint.
 
-use super::{push_dash_list, Cursor, Text};
+use super::{end_dash_list, push_dash_item_u8, Cursor, Text};
 
 /// UDP ports DHCP is read on (server, client, PXE).
 pub const PORTS: [u16; 3] = [67, 68, 4011];
@@ -30,12 +30,43 @@ const TYPES: [&[u8; 5]; 18] = [
     b"lqery", b"lunas", b"lunkn", b"lactv", b"blklq", b"lqdon", b"actlq", b"lqsta", b"dhtls",
 ];
 
+/// Width of part a of JA4D and JA4D6: the type (5), the size (4) and the two flags.
+pub(crate) const A_LEN: usize = 11;
+
 /// Write a message-type name (1-based table) or the five-digit code.
-pub(crate) fn push_type<const N: usize>(t: &mut Text<N>, table: &[&[u8; 5]], code: u8) {
+fn push_type<const N: usize>(t: &mut Text<N>, table: &[&[u8; 5]], code: u8) {
     match usize::from(code).checked_sub(1).and_then(|i| table.get(i)) {
         Some(name) => t.push_bytes(&name[..]),
         None => t.push_dec_width(u64::from(code), 5),
     }
+}
+
+/// Start a JA4D or JA4D6 value: a placeholder for part a (its fields are known only once
+/// every option is read) and the `_` after it.
+pub(crate) fn start_value<const N: usize>(out: &mut Text<N>) {
+    out.clear();
+    out.push_bytes(&[b'0'; A_LEN]);
+    out.push(b'_');
+}
+
+/// Fill in part a of a value begun with [`start_value`]: the message type's name in
+/// `table` (1-based; its five-digit code when unknown), `size` in four digits (at most
+/// 9999), `i` when `flag_i` else `n`, `d` when `flag_d` else `n`.
+pub(crate) fn fill_part_a<const N: usize>(
+    out: &mut Text<N>,
+    table: &[&[u8; 5]],
+    ty: u8,
+    size: usize,
+    flag_i: bool,
+    flag_d: bool,
+) {
+    let mut a = Text::<16>::new();
+    push_type(&mut a, table, ty);
+    a.push_dec_width(size.min(9999) as u64, 4);
+    a.push(if flag_i { b'i' } else { b'n' });
+    a.push(if flag_d { b'd' } else { b'n' });
+    debug_assert_eq!(a.len(), A_LEN);
+    out.overwrite(0, a.as_bytes());
 }
 
 /// The options of a DHCP message: (code, data) until End; `None` items mean malformed.
@@ -64,8 +95,13 @@ fn options(b: &[u8]) -> impl Iterator<Item = Option<(u8, &[u8])>> {
     })
 }
 
+/// Parameter request lists (option 55) kept from the pass over the options; a message
+/// with more reads its options once more for part c.
+const KEPT_PARAMETER_LISTS: usize = 4;
+
 /// Compute JA4D of a DHCP message (the UDP payload) into `out`; `false` when it is not a
-/// DHCP message with a message type, or the value overflowed.
+/// DHCP message with a message type, or the value overflowed. One pass over the options
+/// writes part b and collects part a's fields and the parameter request lists.
 pub fn ja4d<const N: usize>(msg: &[u8], out: &mut Text<N>) -> bool {
     out.clear();
     let Some(opts) = msg.get(BOOTP_LEN + MAGIC.len()..) else {
@@ -74,49 +110,75 @@ pub fn ja4d<const N: usize>(msg: &[u8], out: &mut Text<N>) -> bool {
     if msg[BOOTP_LEN..BOOTP_LEN + MAGIC.len()] != MAGIC {
         return false;
     }
+    start_value(out);
+    let b_start = out.len();
     let mut msg_type = None;
     let mut max_size = None;
     let mut requested_ip = false;
     let mut fqdn = false;
+    let mut params: [&[u8]; KEPT_PARAMETER_LISTS] = [&[]; KEPT_PARAMETER_LISTS];
+    let mut n_params = 0;
     for o in options(opts) {
         let Some((code, data)) = o else {
             return false;
         };
         match code {
-            OPT_MESSAGE_TYPE if msg_type.is_none() => msg_type = data.first().copied(),
+            OPT_PAD => continue,
+            OPT_MESSAGE_TYPE => {
+                msg_type = msg_type.or(data.first().copied());
+                continue;
+            }
+            OPT_REQUESTED_IP => {
+                requested_ip = true;
+                continue;
+            }
+            OPT_CLIENT_FQDN => {
+                fqdn |= data.len() > FQDN_HEADER_LEN;
+                continue;
+            }
             OPT_MAX_SIZE if max_size.is_none() && data.len() >= 2 => {
                 max_size = Some(u16::from_be_bytes([data[0], data[1]]));
             }
-            OPT_REQUESTED_IP => requested_ip = true,
-            OPT_CLIENT_FQDN => fqdn |= data.len() > FQDN_HEADER_LEN,
+            OPT_PARAMETER_LIST => {
+                if let Some(slot) = params.get_mut(n_params) {
+                    *slot = data;
+                }
+                n_params += 1;
+            }
             _ => {}
         }
+        push_dash_item_u8(out, b_start, code);
     }
     let Some(msg_type) = msg_type else {
         return false;
     };
-    push_type(out, &TYPES, msg_type);
-    out.push_dec_width(u64::from(max_size.unwrap_or(0).min(9999)), 4);
-    out.push(if requested_ip { b'i' } else { b'n' });
-    out.push(if fqdn { b'd' } else { b'n' });
+    end_dash_list(out, b_start);
     out.push(b'_');
-    push_dash_list(
-        out,
-        options(opts).flatten().filter_map(|(c, _)| {
-            (!matches!(
-                c,
-                OPT_PAD | OPT_REQUESTED_IP | OPT_MESSAGE_TYPE | OPT_CLIENT_FQDN
-            ))
-            .then_some(u64::from(c))
-        }),
-    );
-    out.push(b'_');
-    push_dash_list(
-        out,
-        options(opts)
+    let c_start = out.len();
+    if n_params <= KEPT_PARAMETER_LISTS {
+        for &p in &params[..n_params] {
+            for &x in p {
+                push_dash_item_u8(out, c_start, x);
+            }
+        }
+    } else {
+        for (_, p) in options(opts)
             .flatten()
             .filter(|(c, _)| *c == OPT_PARAMETER_LIST)
-            .flat_map(|(_, d)| d.iter().map(|&p| u64::from(p))),
+        {
+            for &x in p {
+                push_dash_item_u8(out, c_start, x);
+            }
+        }
+    }
+    end_dash_list(out, c_start);
+    fill_part_a(
+        out,
+        &TYPES,
+        msg_type,
+        usize::from(max_size.unwrap_or(0)),
+        requested_ip,
+        fqdn,
     );
     !out.overflowed()
 }

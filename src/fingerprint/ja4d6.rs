@@ -8,8 +8,8 @@
 //! joined by `-`; c = the option request list (option 6, every occurrence) joined by `-`.
 //! An empty b or c is `00`.
 
-use super::ja4d::push_type;
-use super::{Cursor, Text};
+use super::ja4d::{fill_part_a, start_value};
+use super::{end_dash_list, push_dash_item, Cursor, Text};
 
 /// UDP ports DHCPv6 is read on (client, server).
 pub const PORTS: [u16; 2] = [546, 547];
@@ -79,20 +79,14 @@ fn walk<const N: usize>(
     while !c.is_empty() {
         let code = c.u16()?;
         let data = c.vec16()?;
-        if codes.len() > start {
-            codes.push(b'-');
-        }
-        codes.push_dec(u64::from(code));
+        push_dash_item(codes, start, u64::from(code));
         match code {
             OPT_CLIENT_ID if found.duid_len.is_none() => found.duid_len = Some(data.len()),
             OPT_IA_TA => found.ia_ta = true,
             OPT_CLIENT_FQDN => found.fqdn = true,
             OPT_ORO => {
                 for p in data.chunks_exact(2) {
-                    if !oro.is_empty() {
-                        oro.push(b'-');
-                    }
-                    oro.push_dec(u64::from(u16::from_be_bytes([p[0], p[1]])));
+                    push_dash_item(oro, 0, u64::from(u16::from_be_bytes([p[0], p[1]])));
                 }
             }
             _ => {}
@@ -109,39 +103,28 @@ fn walk<const N: usize>(
 /// Compute JA4D6 of a DHCPv6 message (the UDP payload) into `out`, using `oro` as scratch;
 /// `false` when it is malformed or a value overflowed.
 pub fn ja4d6<const N: usize>(msg: &[u8], out: &mut Text<N>, oro: &mut Text<N>) -> bool {
-    out.clear();
     oro.clear();
     let Some(opts) = options_of(msg) else {
+        out.clear();
         return false;
     };
-    let ty = msg[0];
-    push_type(out, &TYPES, ty);
-    // Part a needs what the walk finds: write b first at a fixed place, then move it.
-    let a_len = out.len() + 4 + 2 + 1;
-    for _ in out.len()..a_len {
-        out.push(b'0');
-    }
+    start_value(out);
+    let b_start = out.len();
     let mut found = Found::default();
-    if walk(opts, 0, &mut found, out, a_len, oro).is_none() {
+    if walk(opts, 0, &mut found, out, b_start, oro).is_none() {
         return false;
     }
-    if out.len() == a_len {
-        out.push_str("00");
-    }
-    // Fill in part a's fields and the separator.
-    let mut a = Text::<16>::new();
-    a.push_dec_width(found.duid_len.unwrap_or(0).min(9999) as u64, 4);
-    a.push(if found.ia_ta { b'i' } else { b'n' });
-    a.push(if found.fqdn { b'd' } else { b'n' });
-    a.push(b'_');
-    let a_start = a_len - a.len();
-    let b_bytes = &mut out.buf_mut()[a_start..a_len];
-    b_bytes.copy_from_slice(a.as_bytes());
+    end_dash_list(out, b_start);
     out.push(b'_');
-    if oro.is_empty() {
-        out.push_str("00");
-    } else {
-        out.push_bytes(oro.as_bytes());
-    }
+    end_dash_list(oro, 0);
+    out.push_bytes(oro.as_bytes());
+    fill_part_a(
+        out,
+        &TYPES,
+        msg[0],
+        found.duid_len.unwrap_or(0),
+        found.ia_ta,
+        found.fqdn,
+    );
     !out.overflowed() && !oro.overflowed()
 }

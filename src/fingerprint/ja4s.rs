@@ -9,30 +9,38 @@ use super::hello::{alpn_code, extensions, version_code, ServerHello};
 use super::ja4::Transport;
 use super::{is_grease, sha12_or_zero, Output};
 
-/// Compute JA4S into `out`; `false` when a buffer overflowed.
+/// The width of parts a and b with the `_` after each: transport, version, count, ALPN
+/// code (7), cipher (4).
+const PREFIX_LEN: usize = 13;
+
+/// Compute JA4S into `out`; `false` when a buffer overflowed. Parts a and b have a fixed
+/// width: the raw form's extension list is written after a placeholder for them while
+/// the extensions are counted, and the placeholder is filled in after.
 pub fn ja4s(s: &ServerHello, transport: Transport, out: &mut Output) -> bool {
     out.clear();
     let v = &mut out.value;
     let r = &mut out.raw;
-    let count = extensions(s.extensions)
-        .filter(|(t, _)| !is_grease(*t))
-        .count();
+    r.push_bytes(&[b'_'; PREFIX_LEN]);
+    let mut count = 0;
+    for (ty, _) in extensions(s.extensions).filter(|(t, _)| !is_grease(*t)) {
+        if count > 0 {
+            r.push(b',');
+        }
+        r.push_hex4(ty);
+        count += 1;
+    }
     v.push(transport.code());
     v.push_bytes(version_code(s.version()));
     v.push_count2(count);
     v.push_bytes(&alpn_code(s.alpn));
     v.push(b'_');
     v.push_hex4(s.cipher);
-    r.push_bytes(v.as_bytes());
-    r.push(b'_');
-    let start = r.len();
-    for (ty, _) in extensions(s.extensions).filter(|(t, _)| !is_grease(*t)) {
-        if r.len() > start {
-            r.push(b',');
-        }
-        r.push_hex4(ty);
-    }
+    debug_assert_eq!(v.len(), PREFIX_LEN - 1);
+    r.overwrite(0, v.as_bytes());
     v.push(b'_');
-    v.push_bytes(&sha12_or_zero(count == 0, &r.as_bytes()[start..]));
+    v.push_bytes(&sha12_or_zero(
+        count == 0,
+        &r.as_bytes()[PREFIX_LEN.min(r.len())..],
+    ));
     out.fits()
 }

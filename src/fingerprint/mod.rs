@@ -39,8 +39,6 @@ mod tests;
 
 pub use engine::{Config, Counters, Endpoint, Event, Fingerprinter};
 
-use sha2::{Digest, Sha256};
-
 /// The most entries of one list (cipher suites, extensions, signature algorithms, header
 /// names, cookies, options) a fingerprint reads; a longer list gives no fingerprint.
 pub const MAX_LIST: usize = 256;
@@ -230,9 +228,13 @@ impl<const N: usize> Text<N> {
     pub fn overflowed(&self) -> bool {
         self.overflow
     }
-    /// The bytes written, for in-place edits.
-    pub(crate) fn buf_mut(&mut self) -> &mut [u8] {
-        &mut self.buf[..self.len]
+    /// Overwrite the bytes written at `at..at + b.len()` (nothing when that is not all
+    /// written yet): fills in a placeholder.
+    #[inline]
+    pub(crate) fn overwrite(&mut self, at: usize, b: &[u8]) {
+        if let Some(dst) = self.buf[..self.len].get_mut(at..at + b.len()) {
+            dst.copy_from_slice(b);
+        }
     }
     /// Cut back to `len` bytes (a length returned by [`Text::len`] earlier).
     pub fn truncate(&mut self, len: usize) {
@@ -279,37 +281,33 @@ impl<const N: usize> Text<N> {
     /// Append `v` in decimal.
     #[inline]
     pub fn push_dec(&mut self, v: u64) {
-        if v < 10 {
-            return self.push(b'0' + v as u8);
+        let n = dec_len(v);
+        match self.buf.get_mut(self.len..self.len + n) {
+            Some(dst) => {
+                write_dec(dst, v);
+                self.len += n;
+            }
+            None => self.overflow = true,
         }
-        let mut tmp = [0u8; 20];
-        let mut i = tmp.len();
-        let mut v = v;
-        while v >= 100 {
-            let d = (v % 100) as usize * 2;
-            v /= 100;
-            i -= 2;
-            tmp[i..i + 2].copy_from_slice(&DIGITS2[d..d + 2]);
+    }
+    /// Append a byte value in decimal, from a table of the 256 texts.
+    #[inline]
+    pub fn push_dec_u8(&mut self, v: u8) {
+        let text = &DEC_U8[usize::from(v)];
+        let n = 1 + usize::from(v >= 10) + usize::from(v >= 100);
+        // Where three bytes fit, a fixed-size copy (the bytes past `n` are overwritten by
+        // the next write or lie past the end).
+        match self.buf.get_mut(self.len..self.len + text.len()) {
+            Some(dst) => {
+                dst.copy_from_slice(text);
+                self.len += n;
+            }
+            None => self.push_bytes(&text[..n]),
         }
-        if v >= 10 {
-            let d = v as usize * 2;
-            i -= 2;
-            tmp[i..i + 2].copy_from_slice(&DIGITS2[d..d + 2]);
-        } else {
-            i -= 1;
-            tmp[i] = b'0' + v as u8;
-        }
-        self.push_bytes(&tmp[i..]);
     }
     /// Append `v` in decimal, zero-padded to `width` digits.
     pub fn push_dec_width(&mut self, v: u64, width: usize) {
-        let mut digits = 1;
-        let mut t = v / 10;
-        while t > 0 {
-            digits += 1;
-            t /= 10;
-        }
-        for _ in digits..width {
+        for _ in dec_len(v)..width {
             self.push(b'0');
         }
         self.push_dec(v);
@@ -331,15 +329,87 @@ const DIGITS2: &[u8; 200] = b"0001020304050607080910111213141516171819\
 6061626364656667686970717273747576777879\
 8081828384858687888990919293949596979899";
 
+/// The number of decimal digits of `v`.
+#[inline]
+fn dec_len(v: u64) -> usize {
+    v.checked_ilog10().map_or(1, |l| l as usize + 1)
+}
+
+/// Write `v`'s decimal digits into `dst`, which is exactly [`dec_len`]`(v)` bytes long.
+#[inline]
+fn write_dec(dst: &mut [u8], mut v: u64) {
+    let mut i = dst.len();
+    while v >= 100 && i >= 2 {
+        let d = (v % 100) as usize * 2;
+        v /= 100;
+        i -= 2;
+        dst[i..i + 2].copy_from_slice(&DIGITS2[d..d + 2]);
+    }
+    if v >= 10 && i >= 2 {
+        let d = v as usize * 2;
+        dst[i - 2..i].copy_from_slice(&DIGITS2[d..d + 2]);
+    } else if i >= 1 {
+        dst[i - 1] = b'0' + v as u8;
+    }
+}
+
+/// The decimal text of every byte value, padded with zero bytes to three.
+const DEC_U8: [[u8; 3]; 256] = {
+    let mut t = [[0u8; 3]; 256];
+    let mut v = 0;
+    while v < 256 {
+        let digits = [(v / 100) as u8, (v / 10 % 10) as u8, (v % 10) as u8];
+        let skip = if v >= 100 {
+            0
+        } else if v >= 10 {
+            1
+        } else {
+            2
+        };
+        let mut i = skip;
+        while i < 3 {
+            t[v][i - skip] = b'0' + digits[i];
+            i += 1;
+        }
+        v += 1;
+    }
+    t
+};
+
 /// Twelve zeros: the value of a hashed part whose list is empty.
 pub const ZERO_HASH: &[u8; 12] = b"000000000000";
 
-/// The first 12 lowercase hex digits of SHA-256 of `data`.
+/// SHA-256's initial hash value (FIPS 180-4, 5.3.3).
+const SHA256_H0: [u32; 8] = [
+    0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
+];
+
+/// The first 12 lowercase hex digits of SHA-256 of `data`. The blocks go straight to the
+/// compression function with the padding of FIPS 180-4 5.1.1 written here: the texts
+/// hashed are short (often one block), where the streaming hasher's buffering costs as
+/// much as the compression.
 #[inline]
 pub fn sha12(data: &[u8]) -> [u8; 12] {
-    let d = Sha256::digest(data);
+    use sha2::digest::generic_array::GenericArray;
+    let mut state = SHA256_H0;
+    let mut blocks = data.chunks_exact(64);
+    for b in &mut blocks {
+        sha2::compress256(&mut state, &[*GenericArray::from_slice(b)]);
+    }
+    let rest = blocks.remainder();
+    let mut tail = [0u8; 128];
+    tail[..rest.len()].copy_from_slice(rest);
+    tail[rest.len()] = 0x80;
+    let end = if rest.len() < 56 { 64 } else { 128 };
+    tail[end - 8..end].copy_from_slice(&((data.len() as u64) * 8).to_be_bytes());
+    for b in tail[..end].chunks_exact(64) {
+        sha2::compress256(&mut state, &[*GenericArray::from_slice(b)]);
+    }
+    let mut d = [0u8; 6];
+    d[..4].copy_from_slice(&state[0].to_be_bytes());
+    d[4..].copy_from_slice(&state[1].to_be_bytes()[..2]);
     let mut out = [0u8; 12];
-    for (i, b) in d[..6].iter().enumerate() {
+    for (i, b) in d.iter().enumerate() {
         out[2 * i] = HEX[usize::from(b >> 4)];
         out[2 * i + 1] = HEX[usize::from(b & 15)];
     }
@@ -428,15 +498,27 @@ pub(crate) fn push_hex_list<const N: usize>(t: &mut Text<N>, values: &[u16]) {
     }
 }
 
-/// Write `values` in decimal, joined by `-`; `00` when empty.
-pub(crate) fn push_dash_list<const N: usize>(t: &mut Text<N>, values: impl Iterator<Item = u64>) {
-    let start = t.len();
-    for v in values {
-        if t.len() > start {
-            t.push(b'-');
-        }
-        t.push_dec(v);
+/// Append `v` in decimal to a `-`-joined list that starts at `start`.
+#[inline]
+pub(crate) fn push_dash_item<const N: usize>(t: &mut Text<N>, start: usize, v: u64) {
+    if t.len() > start {
+        t.push(b'-');
     }
+    t.push_dec(v);
+}
+
+/// Append `v` in decimal to a `-`-joined list that starts at `start`.
+#[inline]
+pub(crate) fn push_dash_item_u8<const N: usize>(t: &mut Text<N>, start: usize, v: u8) {
+    if t.len() > start {
+        t.push(b'-');
+    }
+    t.push_dec_u8(v);
+}
+
+/// End a `-`-joined list that starts at `start`: `00` when it is empty.
+#[inline]
+pub(crate) fn end_dash_list<const N: usize>(t: &mut Text<N>, start: usize) {
     if t.len() == start {
         t.push_str("00");
     }

@@ -97,6 +97,28 @@ fn ja4s_specification_example() {
     for cut in 0..rec.len() {
         assert!(ServerHello::from_record(&rec[..cut]).is_none(), "cut {cut}");
     }
+    // GREASE is not counted or listed; no extensions hash to zeros.
+    let mut grease = body.clone();
+    grease.truncate(body.len() - exts.len() - 2);
+    grease.extend_from_slice(&vec16(&[0x1a, 0x1a, 0, 0, 0, 0x17, 0, 0]));
+    let rec = wrap_handshake(2, &grease);
+    assert!(ja4s::ja4s(
+        &ServerHello::from_record(&rec).unwrap(),
+        Transport::Tcp,
+        &mut out
+    ));
+    assert_eq!(out.raw, "t120100_c030_0017");
+    let mut none = body.clone();
+    none.truncate(body.len() - exts.len() - 2);
+    none.extend_from_slice(&vec16(&[]));
+    let rec = wrap_handshake(2, &none);
+    assert!(ja4s::ja4s(
+        &ServerHello::from_record(&rec).unwrap(),
+        Transport::Tcp,
+        &mut out
+    ));
+    assert_eq!(out.value, "t120000_c030_000000000000");
+    assert_eq!(out.raw, "t120000_c030_");
 }
 
 #[test]
@@ -296,6 +318,68 @@ fn ja4d_specification_examples() {
     for cut in 0..m.len() - 1 {
         let _ = ja4d::ja4d(&m[..cut], &mut out);
     }
+}
+
+#[test]
+fn ja4d_reads_every_parameter_request_list_in_order() {
+    let mut out = Text::<256>::new();
+    // Twice (kept from the one pass) and six times (more than are kept: read again).
+    let m = dhcp(&[(53, &[1]), (55, &[1, 3]), (12, b"x"), (55, &[200])]);
+    assert!(ja4d::ja4d(&m, &mut out));
+    assert_eq!(out, "disco0000nn_55-12-55_1-3-200");
+    let lists: Vec<(u8, Vec<u8>)> = (0..6u8).map(|i| (55, vec![i * 50, 7])).collect();
+    let mut opts: Vec<(u8, &[u8])> = vec![(53, &[8])];
+    opts.extend(lists.iter().map(|(c, d)| (*c, &d[..])));
+    assert!(ja4d::ja4d(&dhcp(&opts), &mut out));
+    assert_eq!(
+        out,
+        "infor0000nn_55-55-55-55-55-55_0-7-50-7-100-7-150-7-200-7-250-7"
+    );
+    // An unknown message type is its five-digit code; the size is capped at 9999.
+    let m = dhcp(&[(57, &[0xff, 0xff]), (53, &[250]), (55, &[])]);
+    assert!(ja4d::ja4d(&m, &mut out));
+    assert_eq!(out, "002509999nn_57-55_00");
+}
+
+#[test]
+fn decimal_texts_match_the_standard_formatting() {
+    for v in 0..=255u8 {
+        let mut t = Text::<8>::new();
+        t.push(b'x');
+        t.push_dec_u8(v);
+        t.push_dec(u64::from(v));
+        assert_eq!(t.as_str(), format!("x{v}{v}"));
+    }
+    for v in [
+        9,
+        10,
+        99,
+        100,
+        999,
+        1000,
+        65535,
+        1 << 32,
+        u64::MAX / 7,
+        u64::MAX,
+    ] {
+        let mut t = Text::<24>::new();
+        t.push_dec(v);
+        assert_eq!(t.as_str(), v.to_string());
+        t.clear();
+        t.push_dec_width(v, 6);
+        assert_eq!(t.as_str(), format!("{v:06}"));
+    }
+    // What does not fit is not written, and says so.
+    let mut t = Text::<4>::new();
+    t.push_dec(123);
+    t.push_dec(45);
+    assert!(t.overflowed());
+    assert_eq!(t.as_str(), "123");
+    let mut t = Text::<4>::new();
+    t.push_dec_u8(7);
+    t.push_dec_u8(255);
+    t.push_dec_u8(25);
+    assert_eq!((t.as_str(), t.overflowed()), ("7255", true));
 }
 
 #[test]
@@ -921,5 +1005,23 @@ mod engine_tests {
         assert_eq!(n, n_warm);
         assert!(n >= 13, "{n} fingerprints");
         assert_eq!(spent.allocs, 0, "{spent:?} for {n} fingerprints");
+    }
+}
+
+#[test]
+fn sha12_is_the_start_of_sha256() {
+    use sha2::{Digest, Sha256};
+    // Every length around the one- and two-block padding boundaries, and several blocks.
+    let data: Vec<u8> = (0..300u32).map(|i| (i * 7 + 3) as u8).collect();
+    for n in 0..data.len() {
+        let want: String = Sha256::digest(&data[..n])[..6]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(
+            std::str::from_utf8(&super::sha12(&data[..n])).unwrap(),
+            want,
+            "length {n}"
+        );
     }
 }
