@@ -357,6 +357,25 @@ fn emit<F: FnMut(&Event)>(
     });
 }
 
+/// Emit a fingerprint when its function gave one (`ok`); count the input as unparsed
+/// when it did not.
+#[inline]
+fn emit_if<F: FnMut(&Event)>(
+    ok: bool,
+    ctx: &Ctx,
+    method: Method,
+    value: &str,
+    raw: &str,
+    counters: &mut Counters,
+    f: &mut F,
+) {
+    if ok {
+        emit(ctx, method, value, raw, counters, f);
+    } else {
+        counters.unparsed += 1;
+    }
+}
+
 /// JA4 (and JA4_o) of a ClientHello body.
 #[allow(clippy::too_many_arguments)]
 fn client_hello<F: FnMut(&Event)>(
@@ -376,11 +395,16 @@ fn client_hello<F: FnMut(&Event)>(
     };
     for (m, original) in [(Method::Ja4, false), (Method::Ja4O, true)] {
         if cfg.methods.has(m) {
-            if ja4::ja4(&h, transport, original, scratch, out) {
-                emit(ctx, m, out.value.as_str(), out.raw.as_str(), counters, f);
-            } else {
-                counters.unparsed += 1;
-            }
+            let ok = ja4::ja4(&h, transport, original, scratch, out);
+            emit_if(
+                ok,
+                ctx,
+                m,
+                out.value.as_str(),
+                out.raw.as_str(),
+                counters,
+                f,
+            );
         }
     }
 }
@@ -400,20 +424,64 @@ fn server_hello<F: FnMut(&Event)>(
         return None;
     };
     if cfg.methods.has(Method::Ja4S) {
-        if ja4s::ja4s(&h, transport, out) {
-            emit(
-                ctx,
-                Method::Ja4S,
-                out.value.as_str(),
-                out.raw.as_str(),
-                counters,
-                f,
-            );
-        } else {
-            counters.unparsed += 1;
-        }
+        let ok = ja4s::ja4s(&h, transport, out);
+        emit_if(
+            ok,
+            ctx,
+            Method::Ja4S,
+            out.value.as_str(),
+            out.raw.as_str(),
+            counters,
+            f,
+        );
     }
     Some(h.version())
+}
+
+/// JA4 of the first handshake message of a QUIC client's CRYPTO frames, when it is a
+/// ClientHello.
+fn quic_client_hello<F: FnMut(&Event)>(
+    msg: &[u8],
+    cfg: &Config,
+    scratch: &mut ja4::Scratch,
+    out: &mut Output,
+    counters: &mut Counters,
+    ctx: &Ctx,
+    f: &mut F,
+) {
+    if let (Some(&HS_CLIENT_HELLO), Some(body)) = (msg.first(), msg.get(HANDSHAKE_HEADER_LEN..)) {
+        client_hello(
+            body,
+            Transport::Quic,
+            false,
+            cfg,
+            scratch,
+            out,
+            counters,
+            ctx,
+            f,
+        );
+    }
+}
+
+/// JA4H of a complete HTTP request head.
+fn request_head<F: FnMut(&Event)>(
+    head: &[u8],
+    s: &mut Scratch,
+    counters: &mut Counters,
+    ctx: &Ctx,
+    f: &mut F,
+) {
+    let ok = ja4h::ja4h(head, &mut s.ja4h, &mut s.out);
+    emit_if(
+        ok,
+        ctx,
+        Method::Ja4H,
+        s.out.value.as_str(),
+        s.out.raw.as_str(),
+        counters,
+        f,
+    );
 }
 
 fn certificate<F: FnMut(&Event)>(
@@ -424,18 +492,16 @@ fn certificate<F: FnMut(&Event)>(
     f: &mut F,
 ) {
     for der in certificates(body) {
-        if ja4x::ja4x(der, out) {
-            emit(
-                ctx,
-                Method::Ja4X,
-                out.value.as_str(),
-                out.raw.as_str(),
-                counters,
-                f,
-            );
-        } else {
-            counters.unparsed += 1;
-        }
+        let ok = ja4x::ja4x(der, out);
+        emit_if(
+            ok,
+            ctx,
+            Method::Ja4X,
+            out.value.as_str(),
+            out.raw.as_str(),
+            counters,
+            f,
+        );
     }
 }
 
@@ -974,19 +1040,7 @@ impl Fingerprinter {
             let done = match st.feed(seq, payload) {
                 Ok(()) => {
                     if head_complete(&st.buf) {
-                        if ja4h::ja4h(&st.buf, &mut self.s.ja4h, &mut self.s.out) {
-                            let o = &self.s.out;
-                            emit(
-                                ctx,
-                                Method::Ja4H,
-                                o.value.as_str(),
-                                o.raw.as_str(),
-                                &mut self.counters,
-                                f,
-                            );
-                        } else {
-                            self.counters.unparsed += 1;
-                        }
+                        request_head(&st.buf, &mut self.s, &mut self.counters, ctx, f);
                         true
                     } else {
                         false
@@ -1006,19 +1060,7 @@ impl Fingerprinter {
             return;
         }
         if head_complete(payload) {
-            if ja4h::ja4h(payload, &mut self.s.ja4h, &mut self.s.out) {
-                let o = &self.s.out;
-                emit(
-                    ctx,
-                    Method::Ja4H,
-                    o.value.as_str(),
-                    o.raw.as_str(),
-                    &mut self.counters,
-                    f,
-                );
-            } else {
-                self.counters.unparsed += 1;
-            }
+            request_head(payload, &mut self.s, &mut self.counters, ctx, f);
             return;
         }
         if let Some(st) = self.http.insert_with(sk, now, |old, _| {
@@ -1038,20 +1080,22 @@ impl Fingerprinter {
         let ports = [ctx.src.port, ctx.dst.port];
         if m.has(Method::Ja4D) && ports.iter().any(|p| ja4d::PORTS.contains(p)) {
             let t = &mut self.s.out.value;
-            if ja4d::ja4d(payload, t) {
-                emit(ctx, Method::Ja4D, t.as_str(), "", &mut self.counters, f);
-            } else {
-                self.counters.unparsed += 1;
-            }
+            let ok = ja4d::ja4d(payload, t);
+            emit_if(ok, ctx, Method::Ja4D, t.as_str(), "", &mut self.counters, f);
             return;
         }
         if m.has(Method::Ja4D6) && ports.iter().any(|p| ja4d6::PORTS.contains(p)) {
             let t = &mut self.s.out.value;
-            if ja4d6::ja4d6(payload, t, &mut self.s.text) {
-                emit(ctx, Method::Ja4D6, t.as_str(), "", &mut self.counters, f);
-            } else {
-                self.counters.unparsed += 1;
-            }
+            let ok = ja4d6::ja4d6(payload, t, &mut self.s.text);
+            emit_if(
+                ok,
+                ctx,
+                Method::Ja4D6,
+                t.as_str(),
+                "",
+                &mut self.counters,
+                f,
+            );
             return;
         }
         let want_client = m.has(Method::Ja4) || m.has(Method::Ja4O);
@@ -1162,20 +1206,7 @@ impl Fingerprinter {
             }
             if let Some(msg) = cs.first_message() {
                 c.client_done = true;
-                if msg[0] == HS_CLIENT_HELLO {
-                    let body = &msg[HANDSHAKE_HEADER_LEN..];
-                    client_hello(
-                        body,
-                        Transport::Quic,
-                        false,
-                        &self.cfg,
-                        ja4,
-                        out,
-                        &mut self.counters,
-                        ctx,
-                        f,
-                    );
-                }
+                quic_client_hello(msg, &self.cfg, ja4, out, &mut self.counters, ctx, f);
             }
             return;
         }
@@ -1186,20 +1217,7 @@ impl Fingerprinter {
         }
         let whole = match quic_crypto.first_message() {
             Some(msg) => {
-                if msg[0] == HS_CLIENT_HELLO {
-                    let body = &msg[HANDSHAKE_HEADER_LEN..];
-                    client_hello(
-                        body,
-                        Transport::Quic,
-                        false,
-                        &self.cfg,
-                        ja4,
-                        out,
-                        &mut self.counters,
-                        ctx,
-                        f,
-                    );
-                }
+                quic_client_hello(msg, &self.cfg, ja4, out, &mut self.counters, ctx, f);
                 true
             }
             None => false,
@@ -1262,19 +1280,10 @@ impl Fingerprinter {
         if msg[0] != HS_SERVER_HELLO || !self.cfg.methods.has(Method::Ja4S) {
             return;
         }
-        match ServerHello::parse_body(&msg[HANDSHAKE_HEADER_LEN..]) {
-            Some(sh) if ja4s::ja4s(&sh, Transport::Quic, out) => {
-                emit(
-                    ctx,
-                    Method::Ja4S,
-                    out.value.as_str(),
-                    out.raw.as_str(),
-                    &mut self.counters,
-                    f,
-                );
-            }
-            _ => self.counters.unparsed += 1,
-        }
+        let ok = ServerHello::parse_body(&msg[HANDSHAKE_HEADER_LEN..])
+            .is_some_and(|sh| ja4s::ja4s(&sh, Transport::Quic, out));
+        let (value, raw) = (out.value.as_str(), out.raw.as_str());
+        emit_if(ok, ctx, Method::Ja4S, value, raw, &mut self.counters, f);
     }
 }
 

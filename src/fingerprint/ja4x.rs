@@ -130,6 +130,28 @@ impl<'a> Certificate<'a> {
     }
 }
 
+/// Append the OID that opens a SEQUENCE (an attribute or an extension) to a `,`-joined
+/// list that starts at `start`; `None` when it is not such a SEQUENCE.
+fn push_leading_oid<const N: usize>(
+    tag: u8,
+    seq: &[u8],
+    out: &mut super::Text<N>,
+    start: usize,
+) -> Option<()> {
+    if tag != TAG_SEQUENCE {
+        return None;
+    }
+    let (t, oid, _) = tlv(seq)?;
+    if t != TAG_OID {
+        return None;
+    }
+    if out.len() > start {
+        out.push(b',');
+    }
+    out.push_hex(oid);
+    Some(())
+}
+
 /// Write the attribute OIDs of a Name's content; `None` when malformed.
 fn name_oids<const N: usize>(name: &[u8], out: &mut super::Text<N>) -> Option<()> {
     let start = out.len();
@@ -140,37 +162,18 @@ fn name_oids<const N: usize>(name: &[u8], out: &mut super::Text<N>) -> Option<()
         }
         for atv in elements(set) {
             let (t, seq) = atv?;
-            if t != TAG_SEQUENCE {
-                return None;
-            }
-            let (t, oid, _) = tlv(seq)?;
-            if t != TAG_OID {
-                return None;
-            }
-            if out.len() > start {
-                out.push(b',');
-            }
-            out.push_hex(oid);
+            push_leading_oid(t, seq, out, start)?;
         }
     }
     Some(())
 }
 
+/// Write the OIDs of a certificate's extensions; `None` when malformed.
 fn extension_oids<const N: usize>(exts: &[u8], out: &mut super::Text<N>) -> Option<()> {
     let start = out.len();
     for ext in elements(exts) {
         let (t, seq) = ext?;
-        if t != TAG_SEQUENCE {
-            return None;
-        }
-        let (t, oid, _) = tlv(seq)?;
-        if t != TAG_OID {
-            return None;
-        }
-        if out.len() > start {
-            out.push(b',');
-        }
-        out.push_hex(oid);
+        push_leading_oid(t, seq, out, start)?;
     }
     Some(())
 }
