@@ -186,8 +186,25 @@ pub struct FlowFields {
     pub fragment: bool,
     /// Whether it is a fragment other than the first (offset != 0).
     pub later_fragment: bool,
+    /// Offset in the packet of the TCP or UDP payload (after the transport header);
+    /// meaningful when `has_ports`.
+    pub payload_offset: u32,
+    /// Length of that payload, limited by the IP and UDP lengths (link-layer padding is
+    /// not payload).
+    pub payload_len: u32,
     /// Why the walk stopped early, if it did.
     pub error: Option<StopReason>,
+}
+
+impl FlowFields {
+    /// The TCP or UDP payload of `data`, the packet these fields were parsed from (empty
+    /// without ports).
+    #[inline]
+    pub fn payload<'a>(&self, data: &'a [u8]) -> &'a [u8] {
+        let start = self.payload_offset as usize;
+        data.get(start..start + self.payload_len as usize)
+            .unwrap_or(&[])
+    }
 }
 
 #[inline(always)]
@@ -215,28 +232,31 @@ fn v6_addr(d: &[u8], i: usize) -> Option<[u8; 16]> {
 #[inline(always)]
 pub fn parse(linktype: u32, data: &[u8], out: &mut FlowFields) {
     *out = FlowFields::default();
+    // The walk passes sub-slices down; the transport layer turns its payload's address
+    // into an offset from here.
+    let base = data.as_ptr() as usize;
     match linktype {
         linktype::ETHERNET => {
             let Some(et) = be16(data, ETH_TYPE_OFFSET) else {
                 out.error = Some(StopReason::TruncatedLink);
                 return;
             };
-            ether(data, ETH_HEADER_LEN, et, out);
+            ether(data, base, ETH_HEADER_LEN, et, out);
         }
-        linktype::RAW | linktype::RAW_12 | linktype::RAW_14 => ip(data, out),
+        linktype::RAW | linktype::RAW_12 | linktype::RAW_14 => ip(data, base, out),
         linktype::LINUX_SLL => {
             let Some(et) = be16(data, SLL_PROTOCOL_OFFSET) else {
                 out.error = Some(StopReason::TruncatedLink);
                 return;
             };
-            ether(data, SLL_HEADER_LEN, et, out);
+            ether(data, base, SLL_HEADER_LEN, et, out);
         }
         linktype::LINUX_SLL2 => {
             let (Some(et), true) = (be16(data, 0), data.len() >= SLL2_HEADER_LEN) else {
                 out.error = Some(StopReason::TruncatedLink);
                 return;
             };
-            ether(data, SLL2_HEADER_LEN, et, out);
+            ether(data, base, SLL2_HEADER_LEN, et, out);
         }
         linktype::NULL | linktype::LOOP => {
             let Some(b) = data.get(..NULL_HEADER_LEN) else {
@@ -257,7 +277,7 @@ pub fn parse(linktype: u32, data: &[u8], out: &mut FlowFields) {
             };
             // AF_INET is 2 everywhere; AF_INET6 is 10 (Linux), 24, 28 or 30 (BSDs, macOS).
             if matches!(family, 2 | 10 | 24 | 28 | 30) {
-                ip(&data[NULL_HEADER_LEN..], out);
+                ip(&data[NULL_HEADER_LEN..], base, out);
             }
         }
         _ => {}
@@ -265,7 +285,7 @@ pub fn parse(linktype: u32, data: &[u8], out: &mut FlowFields) {
 }
 
 #[inline(always)]
-fn ether(data: &[u8], mut off: usize, mut et: u16, out: &mut FlowFields) {
+fn ether(data: &[u8], base: usize, mut off: usize, mut et: u16, out: &mut FlowFields) {
     if data.len() < off {
         out.error = Some(StopReason::TruncatedLink);
         return;
@@ -273,7 +293,7 @@ fn ether(data: &[u8], mut off: usize, mut et: u16, out: &mut FlowFields) {
     let mut tags = 0;
     loop {
         match et {
-            ETHERTYPE_IPV4 | ETHERTYPE_IPV6 => return ip(&data[off..], out),
+            ETHERTYPE_IPV4 | ETHERTYPE_IPV6 => return ip(&data[off..], base, out),
             t if VLAN_TPIDS.contains(&t) => {
                 if tags == MAX_VLAN_TAGS {
                     return;
@@ -296,17 +316,17 @@ fn ether(data: &[u8], mut off: usize, mut et: u16, out: &mut FlowFields) {
 }
 
 #[inline(always)]
-fn ip(s: &[u8], out: &mut FlowFields) {
+fn ip(s: &[u8], base: usize, out: &mut FlowFields) {
     match s.first().map(|b| b >> 4) {
         None => out.error = Some(StopReason::TruncatedIp),
-        Some(4) => ipv4(s, out),
-        Some(6) => ipv6(s, out),
+        Some(4) => ipv4(s, base, out),
+        Some(6) => ipv6(s, base, out),
         Some(_) => out.error = Some(StopReason::InvalidIpVersion),
     }
 }
 
 #[inline(always)]
-fn ipv4(s: &[u8], out: &mut FlowFields) {
+fn ipv4(s: &[u8], base: usize, out: &mut FlowFields) {
     let hl = usize::from(s[0] & 0x0F) * 4;
     if hl < IPV4_MIN_HEADER_LEN {
         out.error = Some(StopReason::InvalidIpv4HeaderLength);
@@ -353,7 +373,7 @@ fn ipv4(s: &[u8], out: &mut FlowFields) {
             }
         }
     }
-    transport(payload, out);
+    transport(payload, base, out);
 }
 
 /// Skip an AH header: (next header, bytes after it).
@@ -404,7 +424,7 @@ fn options_fit(h: &[u8]) -> bool {
 }
 
 #[inline(always)]
-fn ipv6(s: &[u8], out: &mut FlowFields) {
+fn ipv6(s: &[u8], base: usize, out: &mut FlowFields) {
     let (Some(plen), Some(&next), Some(src), Some(dst)) = (
         be16(s, IPV6_PAYLOAD_LEN_OFFSET),
         s.get(IPV6_NEXT_HEADER_OFFSET),
@@ -480,17 +500,30 @@ fn ipv6(s: &[u8], out: &mut FlowFields) {
     }
     out.has_protocol = true;
     out.protocol = next;
-    transport(payload, out);
+    transport(payload, base, out);
+}
+
+/// Record where `payload` sits in the packet that starts at address `base`.
+#[inline(always)]
+fn set_payload(payload: &[u8], base: usize, out: &mut FlowFields) {
+    out.payload_offset = (payload.as_ptr() as usize - base) as u32;
+    out.payload_len = payload.len() as u32;
 }
 
 #[inline(always)]
-fn transport(p: &[u8], out: &mut FlowFields) {
+fn transport(p: &[u8], base: usize, out: &mut FlowFields) {
     match out.protocol {
         ip_proto::UDP => match (be16(p, 0), be16(p, 2), p.len() >= UDP_HEADER_LEN) {
             (Some(sp), Some(dp), true) => {
                 out.has_ports = true;
                 out.src_port = sp;
                 out.dst_port = dp;
+                // The UDP length bounds the payload when it is plausible.
+                let end = match be16(p, 4).map(usize::from) {
+                    Some(l) if (UDP_HEADER_LEN..p.len()).contains(&l) => l,
+                    _ => p.len(),
+                };
+                set_payload(&p[UDP_HEADER_LEN..end], base, out);
             }
             _ => out.error = Some(StopReason::TruncatedTransport),
         },
@@ -518,6 +551,7 @@ fn transport(p: &[u8], out: &mut FlowFields) {
             out.dst_port = dp;
             out.has_tcp_flags = true;
             out.tcp_flags = flags;
+            set_payload(&p[hl..], base, out);
         }
         ip_proto::ICMP | ip_proto::ICMPV6 if p.len() < ICMP_MIN_LEN => {
             out.error = Some(StopReason::TruncatedTransport);
