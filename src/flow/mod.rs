@@ -7,7 +7,10 @@
 //! one file per rayon task where the order does not matter, and ask a [`Stop`] check
 //! between chunks of records so that a caller can end a long walk early (Ctrl-C).
 
+pub mod app;
 pub mod columns;
+pub mod features;
+pub mod stream;
 pub mod table;
 
 use std::path::{Path, PathBuf};
@@ -15,12 +18,14 @@ use std::path::{Path, PathBuf};
 use arrow_array::RecordBatch;
 use rayon::prelude::*;
 
+use crate::decode::fastpath::{self, FlowFields};
 use crate::error::{Error, Result};
 use crate::pcap::FileReader;
 use crate::source::{PacketSource, RawPacket};
 
 pub use columns::{ProjectionBuilder, RawBatchBuilder};
-pub use table::{FlowKey, FlowOptions, FlowStats, FlowTable};
+pub use features::{FeatureGroup, FeatureSpec, PacketView};
+pub use table::{Expiration, FlowKey, FlowOptions, FlowStats, FlowTable};
 
 /// A per-packet predicate (a BPF program, or nothing).
 pub trait PacketFilter {
@@ -130,6 +135,67 @@ pub fn project_source<S: PacketSource + ?Sized>(
     Ok(Some((out, warn)))
 }
 
+/// Project every packet of `source` with the id of its flow in `table` (the flow table's
+/// `flow_id` for the same options), into batches of `batch_size` rows; `None` if `stop`
+/// ended the walk early. Rows of flows the table expires are dropped as it goes.
+///
+/// # Errors
+/// As [`for_each_packet`].
+pub fn project_source_with_ids<S: PacketSource + ?Sized>(
+    source: &mut S,
+    filter: &mut dyn PacketFilter,
+    batch_size: usize,
+    table: &mut FlowTable,
+    stop: Stop<'_>,
+) -> Result<Option<Batches>> {
+    let mut b = ProjectionBuilder::with_flow_id(batch_size);
+    let mut out = Vec::new();
+    let walk = for_each_packet(source, filter, stop, |p| {
+        let mut f = FlowFields::default();
+        fastpath::parse(p.linktype, p.data, &mut f);
+        let id = table.push_fields(p, &f);
+        b.push_fields(p, &f, id);
+        if b.is_full() {
+            out.extend(b.finish());
+            table.discard_expired();
+        }
+    })?;
+    let Walk::Done(warn) = walk else {
+        return Ok(None);
+    };
+    out.extend(b.finish());
+    table.discard_expired();
+    Ok(Some((out, warn)))
+}
+
+/// Project files in order with a `flow_id` column: the ids of a flow table with `opts`
+/// over the files as one capture. `None` if `stop` ended the walk early.
+///
+/// # Errors
+/// The first file that fails to open or read.
+pub fn project_files_with_ids(
+    paths: &[PathBuf],
+    filter: FilterFactory<'_>,
+    batch_size: usize,
+    opts: FlowOptions,
+    stop: Stop<'_>,
+) -> Result<Option<Batches>> {
+    let mut table = FlowTable::new(opts);
+    let mut out = Vec::new();
+    let mut warn = None;
+    for p in paths {
+        let (mut r, mut f) = open(p, filter)?;
+        let rows = usize::try_from(r.file_len() / 16 + 1).unwrap_or(usize::MAX);
+        let size = batch_size.min(rows);
+        let Some((b, w)) = project_source_with_ids(&mut r, &mut *f, size, &mut table, stop)? else {
+            return Ok(None);
+        };
+        out.extend(b);
+        warn = warn.or(w);
+    }
+    Ok(Some((out, warn)))
+}
+
 /// Aggregate every packet of `source` into `table`.
 ///
 /// # Errors
@@ -140,7 +206,9 @@ pub fn flows_source<S: PacketSource + ?Sized>(
     table: &mut FlowTable,
     stop: Stop<'_>,
 ) -> Result<Walk> {
-    for_each_packet(source, filter, stop, |p| table.push(p))
+    for_each_packet(source, filter, stop, |p| {
+        table.push(p);
+    })
 }
 
 /// Open `path` and build its filter.
@@ -185,10 +253,10 @@ pub fn project_files(
 /// A flow table and a possible truncation warning.
 pub type Table = (FlowTable, Option<Error>);
 
-/// Aggregate files as one capture. Without timeouts one rayon task per file builds a
-/// partial table and the partial tables are merged (equal to the sequential result);
-/// with timeouts the files are read in order, since a flow's split depends on the packets
-/// before it. `None` if `stop` ended the walk early (every task has returned by then).
+/// Aggregate files as one capture. Without timeouts, `max_flows` and features one rayon
+/// task per file builds a partial table and the partial tables are merged (equal to the
+/// sequential result); otherwise the files are read in order, since a flow's split and
+/// its features depend on the packets before it. `None` if `stop` ended the walk early (every task has returned by then).
 ///
 /// # Errors
 /// The first file that fails to open or read, in file order.
@@ -199,7 +267,7 @@ pub fn flows_files(
     stop: Stop<'_>,
 ) -> Result<Option<Table>> {
     let mut warn = None;
-    if opts.idle_timeout_ns.is_some() || opts.active_timeout_ns.is_some() || paths.len() < 2 {
+    if opts.ordered() || paths.len() < 2 {
         let mut table = FlowTable::new(opts);
         for p in paths {
             let (mut r, mut f) = open(p, filter)?;
@@ -234,5 +302,7 @@ pub fn flows_files(
 mod agreement_tests;
 #[cfg(test)]
 pub(crate) mod testdata;
+#[cfg(test)]
+mod meter_tests;
 #[cfg(test)]
 mod tests;
