@@ -17,7 +17,7 @@ from __future__ import annotations
 from . import decode_ext
 from ._capture import Capture, FanOut, capture, devices, fan_out, libpcap_version
 from ._decode import decode
-from ._flows import flow_topn, flows, ip_to_str, project, read_batches
+from ._flows import flow_stream, flow_topn, flows, ip_to_str, project, read_batches
 from ._io import PcapWriter, Reduced, read, reduce, write_pcap
 from ._paclo import Packet, Reader, __version__
 from .bpf import bpf
@@ -41,6 +41,7 @@ __all__ = [
     "decode_ext",
     "devices",
     "fan_out",
+    "flow_stream",
     "flow_topn",
     "flows",
     "ip_to_str",

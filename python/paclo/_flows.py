@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from . import _paclo
 
-__all__ = ["flow_topn", "flows", "ip_to_str", "project", "read_batches"]
+__all__ = ["flow_stream", "flow_topn", "flows", "ip_to_str", "project", "read_batches"]
 
 
 def _paths(source: Any) -> list[str]:
@@ -53,14 +53,73 @@ def _check_filter(filter: Any) -> str | None:
     raise TypeError(f"filter must be a BPF expression (str) or None, not {type(filter).__name__}")
 
 
-def project(source: Any, *, filter: str | None = None) -> pa.Table:
+def _check_bool(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, not {value!r}")
+    return value
+
+
+def _seconds(name: str, value: Any) -> float | None:
+    """A timeout in seconds (int or float) or None; the native side checks the range."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number of seconds or None, not {value!r}")
+    return float(value)
+
+
+def _count(name: str, value: Any, *, optional: bool) -> int | None:
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer{' or None' if optional else ''}, not {value!r}")
+    return value
+
+
+def _features(features: Any) -> list[str]:
+    """The feature names ``features`` gives (a name or a list of names); the native side
+    checks them."""
+    if isinstance(features, str):
+        return [features]
+    if isinstance(features, (list, tuple)) and all(isinstance(f, str) for f in features):
+        return list(features)
+    raise TypeError(f"features must be a feature name or a list of names, not {features!r}")
+
+
+def project(
+    source: Any,
+    *,
+    filter: str | None = None,
+    flow_id: bool = False,
+    bidirectional: bool = False,
+    idle_timeout: float | None = None,
+    active_timeout: float | None = None,
+    max_flows: int | None = None,
+) -> pa.Table:
     """One row per packet: ``ts_ns, caplen, len, ip_version, protocol, src_ip, dst_ip,
     src_port, dst_port, vlan_id, tcp_flags`` (see docs/flows.md for the column dictionary).
 
     ``source`` is a path, a list of paths (projected in parallel, rows in file order) or
     an open ``Reader`` (its file is projected from the start).
+
+    ``flow_id=True`` adds a ``flow_id`` column: the id of each packet's flow, as in the
+    ``flow_id`` column of ``flows(source, ...)`` with the same ``bidirectional``,
+    ``idle_timeout``, ``active_timeout`` and ``max_flows`` (null for packets in no flow).
+    Those options apply only with ``flow_id=True``.
     """
-    stream = _paclo.flow_project(_paths(source), filter=_check_filter(filter))
+    _check_bool("flow_id", flow_id)
+    _check_bool("bidirectional", bidirectional)
+    options = {
+        "bidirectional": bidirectional,
+        "idle_timeout": _seconds("idle_timeout", idle_timeout),
+        "active_timeout": _seconds("active_timeout", active_timeout),
+        "max_flows": _count("max_flows", max_flows, optional=True),
+    }
+    if not flow_id:
+        given = [k for k, v in options.items() if v not in (None, False)]
+        if given:
+            raise TypeError(f"project() options {', '.join(given)} apply only with flow_id=True")
+    stream = _paclo.flow_project(_paths(source), filter=_check_filter(filter), flow_id=flow_id, **options)
     return pa.table(stream)
 
 
@@ -70,6 +129,9 @@ def flows(
     bidirectional: bool = False,
     idle_timeout: float | None = None,
     active_timeout: float | None = None,
+    features: str | list[str] = "basic",
+    splt: int = 10,
+    max_flows: int | None = None,
     filter: str | None = None,
 ) -> pa.Table:
     """The flow table: one row per flow, aggregated natively.
@@ -79,20 +141,62 @@ def flows(
     the table then has an ``expiration_reason`` column. ``bidirectional=True`` keys flows
     by the canonical endpoint pair (the smaller endpoint first) and adds per-direction
     counters. A list of paths is aggregated as one capture.
+
+    ``features`` adds column groups: ``"statistical"`` (packet size and inter-arrival
+    statistics, per-flag counts), ``"splt"`` (the first ``splt`` packets' sizes,
+    directions and gaps), ``"mac"``, ``"app"`` (application protocol, server name, user
+    agent, ALPN), or ``"all"``; a name or a list. ``max_flows`` bounds the live flows: a
+    new flow beyond it evicts the least recently active one (``expiration_reason``
+    ``"evicted"``, counted in the schema metadata ``paclo.flows_evicted``).
     """
-    if not isinstance(bidirectional, bool):
-        raise TypeError(f"bidirectional must be True or False, not {bidirectional!r}")
-    for name, value in (("idle_timeout", idle_timeout), ("active_timeout", active_timeout)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            raise TypeError(f"{name} must be a number of seconds or None, not {value!r}")
     stream = _paclo.flow_table(
         _paths(source),
-        bidirectional=bidirectional,
-        idle_timeout=None if idle_timeout is None else float(idle_timeout),
-        active_timeout=None if active_timeout is None else float(active_timeout),
+        bidirectional=_check_bool("bidirectional", bidirectional),
+        idle_timeout=_seconds("idle_timeout", idle_timeout),
+        active_timeout=_seconds("active_timeout", active_timeout),
         filter=_check_filter(filter),
+        features=_features(features),
+        splt=_count("splt", splt, optional=False) or 1,
+        max_flows=_count("max_flows", max_flows, optional=True),
     )
     return pa.table(stream)
+
+
+def flow_stream(
+    source: Any,
+    *,
+    bidirectional: bool = False,
+    idle_timeout: float | None = 120,
+    active_timeout: float | None = 1800,
+    features: str | list[str] = "basic",
+    splt: int = 10,
+    max_flows: int | None = None,
+    filter: str | None = None,
+    batch_rows: int = 65536,
+) -> _paclo.FlowStream:
+    """Flows as they expire: an iterator of pyarrow RecordBatches (the schema of
+    ``flows()`` with ``expiration_reason``), then the flows still live at the end.
+
+    A flow expires ``idle_timeout`` seconds after its last packet (as soon as a later
+    packet's time passes that), at its first packet ``active_timeout`` seconds or more
+    after it began, or when ``max_flows`` live flows are reached and it is the least
+    recently active (``"evicted"``). Memory is proportional to the live flows. The
+    options are those of :func:`flows`; ``batch_rows`` bounds the rows of a batch. The
+    concatenated batches hold the rows of ``flows()`` with the same options. ``.stats()``
+    gives the counters, ``.close()`` ends the stream.
+    """
+    stream = _paclo.flow_stream(
+        _paths(source),
+        bidirectional=_check_bool("bidirectional", bidirectional),
+        idle_timeout=_seconds("idle_timeout", idle_timeout),
+        active_timeout=_seconds("active_timeout", active_timeout),
+        filter=_check_filter(filter),
+        features=_features(features),
+        splt=_count("splt", splt, optional=False) or 1,
+        max_flows=_count("max_flows", max_flows, optional=True),
+        batch_rows=_count("batch_rows", batch_rows, optional=False) or 1,
+    )
+    return stream
 
 
 def flow_topn(
@@ -118,8 +222,7 @@ def _topn(source: Any, n: int, *, by: str, bidirectional: bool, filter: str | No
         raise ValueError(f"n must be a non-negative integer, not {n!r}")
     if by not in ("packets", "bytes"):
         raise ValueError(f"by must be 'packets' or 'bytes', not {by!r}")
-    if not isinstance(bidirectional, bool):
-        raise TypeError(f"bidirectional must be True or False, not {bidirectional!r}")
+    _check_bool("bidirectional", bidirectional)
     rows, nflows, npackets = _paclo.flow_topn(
         _paths(source), n, by_bytes=by == "bytes", bidirectional=bidirectional, filter=_check_filter(filter)
     )

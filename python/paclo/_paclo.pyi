@@ -5,6 +5,7 @@ __all__ = [
     "Capture",
     "FanOut",
     "FanOutBranch",
+    "FlowStream",
     "Packet",
     "PcapWriter",
     "Reader",
@@ -16,6 +17,7 @@ __all__ = [
     "decode_bytes",
     "devices",
     "flow_project",
+    "flow_stream",
     "flow_table",
     "flow_topn",
     "generate_dataset",
@@ -137,7 +139,15 @@ class ArrowStream:
     def __next__(self) -> Any: ...
 
 def flow_project(
-    paths: Sequence[str | PathLike[str]], *, filter: str | None = None, batch_size: int = 1048576
+    paths: Sequence[str | PathLike[str]],
+    *,
+    filter: str | None = None,
+    batch_size: int = 1048576,
+    flow_id: bool = False,
+    bidirectional: bool = False,
+    idle_timeout: float | None = None,
+    active_timeout: float | None = None,
+    max_flows: int | None = None,
 ) -> ArrowStream: ...
 def flow_table(
     paths: Sequence[str | PathLike[str]],
@@ -146,7 +156,32 @@ def flow_table(
     idle_timeout: float | None = None,
     active_timeout: float | None = None,
     filter: str | None = None,
+    features: Sequence[str] = ...,
+    splt: int = 10,
+    max_flows: int | None = None,
 ) -> ArrowStream: ...
+@final
+class FlowStream:
+    def __arrow_c_schema__(self) -> object: ...
+    def __iter__(self) -> FlowStream: ...
+    def __next__(self) -> Any: ...
+    def stats(self) -> dict[str, int]: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> FlowStream: ...
+    def __exit__(self, *exc: object) -> Literal[False]: ...
+
+def flow_stream(
+    paths: Sequence[str | PathLike[str]],
+    *,
+    bidirectional: bool = False,
+    idle_timeout: float | None = None,
+    active_timeout: float | None = None,
+    filter: str | None = None,
+    features: Sequence[str] = ...,
+    splt: int = 10,
+    max_flows: int | None = None,
+    batch_rows: int = 65536,
+) -> FlowStream: ...
 def flow_topn(
     paths: Sequence[str | PathLike[str]], n: int, *, by_bytes: bool, bidirectional: bool, filter: str | None
 ) -> tuple[list[dict[str, Any]], int, int]: ...

@@ -25,7 +25,8 @@ use crate::decode::addr;
 use crate::decode::fastpath::{self, FlowFields};
 use crate::error::{Error, Result};
 use crate::flow::{
-    self, columns, FlowKey, FlowOptions, FlowTable, KeepAll, PacketFilter, RawBatchBuilder, Stop,
+    self, columns, FeatureSpec, FlowKey, FlowOptions, FlowTable, KeepAll, PacketFilter,
+    RawBatchBuilder, Stop,
 };
 use crate::pcap::bpf::FileFilter;
 use crate::pcap::FileReader;
@@ -92,7 +93,7 @@ impl PacketFilter for Bpf {
 
 /// The filter for `reader`'s file: compiled now, so a bad expression fails before any
 /// packet is read.
-fn make_filter(expr: Option<&str>, reader: &FileReader) -> Result<Box<dyn PacketFilter + Send>> {
+pub(crate) fn make_filter(expr: Option<&str>, reader: &FileReader) -> Result<Box<dyn PacketFilter + Send>> {
     match expr {
         None => Ok(Box::new(KeepAll)),
         Some(e) => {
@@ -106,7 +107,7 @@ fn make_filter(expr: Option<&str>, reader: &FileReader) -> Result<Box<dyn Packet
     }
 }
 
-fn warn_truncated(py: Python<'_>, warn: Option<Error>) -> PyResult<()> {
+pub(crate) fn warn_truncated(py: Python<'_>, warn: Option<Error>) -> PyResult<()> {
     if let Some(e) = warn {
         let message = CString::new(format!("{e}; every complete packet before it was used"))
             .unwrap_or_default();
@@ -223,13 +224,7 @@ impl ArrowStream {
                 }
             }
         };
-        let one = ArrowStream::from_batches(self.schema.clone(), vec![batch]);
-        let out = py
-            .import("pyarrow")?
-            .getattr("RecordBatchReader")?
-            .call_method1("from_stream", (one,))?
-            .call_method0("read_next_batch")?
-            .unbind();
+        let out = to_pyarrow(py, self.schema.clone(), batch)?;
         if let Some(Content::Raw(raw)) = guard.as_mut() {
             // A signal that arrived while the batch was read: raise now, keep the batch.
             if let Err(e) = py.check_signals() {
@@ -239,6 +234,22 @@ impl ArrowStream {
         }
         Ok(Some(out))
     }
+}
+
+/// `batch` as a pyarrow RecordBatch (through the PyCapsule interface, no copy; pyarrow is
+/// imported on first use).
+pub(crate) fn to_pyarrow(
+    py: Python<'_>,
+    schema: SchemaRef,
+    batch: RecordBatch,
+) -> PyResult<Py<PyAny>> {
+    let one = ArrowStream::from_batches(schema, vec![batch]);
+    Ok(py
+        .import("pyarrow")?
+        .getattr("RecordBatchReader")?
+        .call_method1("from_stream", (one,))?
+        .call_method0("read_next_batch")?
+        .unbind())
 }
 
 /// How often a call waiting for worker threads wakes to check for signals.
@@ -300,7 +311,7 @@ fn interruptible<T: Send>(
     result?.ok_or_else(|| PyRuntimeError::new_err("a native loop stopped without a signal"))
 }
 
-fn nonempty(paths: Vec<PathBuf>) -> PyResult<Vec<PathBuf>> {
+pub(crate) fn nonempty(paths: Vec<PathBuf>) -> PyResult<Vec<PathBuf>> {
     if paths.is_empty() {
         return Err(PyValueError::new_err(
             "source must name at least one capture file",
@@ -316,13 +327,26 @@ fn factory(filter: Option<String>) -> impl Fn(&FileReader) -> Result<Box<dyn Pac
 /// Project the packets of `paths` into an Arrow stream. Batches default to 2^20 rows:
 /// large batches let the columns sit on huge pages, which removes most of the cost of
 /// filling fresh memory.
+///
+/// With `flow_id`, the files are read in order and a `flow_id` column holds each
+/// packet's flow id in the flow table of the same options (`bidirectional`, timeouts,
+/// `max_flows`).
 #[pyfunction]
-#[pyo3(signature = (paths, *, filter = None, batch_size = 1_048_576))]
+#[pyo3(signature = (
+    paths, *, filter = None, batch_size = 1_048_576, flow_id = false, bidirectional = false,
+    idle_timeout = None, active_timeout = None, max_flows = None,
+))]
+#[allow(clippy::too_many_arguments)]
 fn flow_project(
     py: Python<'_>,
     paths: Vec<PathBuf>,
     filter: Option<String>,
     batch_size: usize,
+    flow_id: bool,
+    bidirectional: bool,
+    idle_timeout: Option<f64>,
+    active_timeout: Option<f64>,
+    max_flows: Option<usize>,
 ) -> PyResult<ArrowStream> {
     let paths = nonempty(paths)?;
     if batch_size == 0 {
@@ -331,15 +355,60 @@ fn flow_project(
         ));
     }
     let make = factory(filter);
-    let parallel = paths.len() > 1;
+    let parallel = paths.len() > 1 && !flow_id;
+    let opts = flow_options(
+        bidirectional,
+        idle_timeout,
+        active_timeout,
+        Vec::new(),
+        1,
+        max_flows,
+        false,
+    )?;
     let (batches, warn) = interruptible(py, parallel, |stop| {
-        flow::project_files(&paths, &make, batch_size, stop)
+        if flow_id {
+            flow::project_files_with_ids(&paths, &make, batch_size, opts, stop)
+        } else {
+            flow::project_files(&paths, &make, batch_size, stop)
+        }
     })?;
     warn_truncated(py, warn)?;
     Ok(ArrowStream::from_batches(
-        columns::projection_schema(),
+        columns::projection_schema_with(flow_id),
         batches,
     ))
+}
+
+/// `max_flows`, which must be positive when given.
+pub(crate) fn check_max_flows(max_flows: Option<usize>) -> PyResult<Option<usize>> {
+    match max_flows {
+        Some(0) => Err(PyValueError::new_err(
+            "max_flows must be a positive integer or None, not 0",
+        )),
+        m => Ok(m),
+    }
+}
+
+/// The options of a flow table or meter, checked.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn flow_options(
+    bidirectional: bool,
+    idle_timeout: Option<f64>,
+    active_timeout: Option<f64>,
+    features: Vec<String>,
+    splt: u32,
+    max_flows: Option<usize>,
+    reasons: bool,
+) -> PyResult<FlowOptions> {
+    Ok(FlowOptions {
+        bidirectional,
+        idle_timeout_ns: seconds_to_ns("idle_timeout", idle_timeout)?,
+        active_timeout_ns: seconds_to_ns("active_timeout", active_timeout)?,
+        key_vlan: true,
+        max_flows: check_max_flows(max_flows)?,
+        features: FeatureSpec::parse(&features, splt)?,
+        reasons,
+    })
 }
 
 fn seconds_to_ns(name: &str, v: Option<f64>) -> PyResult<Option<i64>> {
@@ -368,9 +437,14 @@ fn build_table(
     Ok(table)
 }
 
-/// Aggregate the packets of `paths` into a flow table (an Arrow stream of one batch).
+/// Aggregate the packets of `paths` into a flow table (an Arrow stream of one batch),
+/// with the feature groups `features` names.
 #[pyfunction]
-#[pyo3(signature = (paths, *, bidirectional = false, idle_timeout = None, active_timeout = None, filter = None))]
+#[pyo3(signature = (
+    paths, *, bidirectional = false, idle_timeout = None, active_timeout = None, filter = None,
+    features = Vec::new(), splt = 10, max_flows = None,
+))]
+#[allow(clippy::too_many_arguments)]
 fn flow_table(
     py: Python<'_>,
     paths: Vec<PathBuf>,
@@ -378,13 +452,19 @@ fn flow_table(
     idle_timeout: Option<f64>,
     active_timeout: Option<f64>,
     filter: Option<String>,
+    features: Vec<String>,
+    splt: u32,
+    max_flows: Option<usize>,
 ) -> PyResult<ArrowStream> {
-    let opts = FlowOptions {
+    let opts = flow_options(
         bidirectional,
-        idle_timeout_ns: seconds_to_ns("idle_timeout", idle_timeout)?,
-        active_timeout_ns: seconds_to_ns("active_timeout", active_timeout)?,
-        key_vlan: true,
-    };
+        idle_timeout,
+        active_timeout,
+        features,
+        splt,
+        max_flows,
+        false,
+    )?;
     let table = build_table(py, paths, filter, opts)?;
     let batch = py.detach(|| table.to_batch());
     Ok(ArrowStream::from_batches(batch.schema(), vec![batch]))

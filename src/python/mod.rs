@@ -8,6 +8,7 @@ mod common;
 mod decode;
 mod error;
 mod flow;
+mod meter;
 mod perf;
 mod reader;
 
@@ -19,6 +20,7 @@ fn _paclo(m: &Bound<'_, PyModule>) -> PyResult<()> {
     reader::register(m)?;
     decode::register(m)?;
     flow::register(m)?;
+    meter::register(m)?;
     capture::register(m)?;
     perf::register(m)?;
     Ok(())
