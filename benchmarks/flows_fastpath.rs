@@ -125,7 +125,6 @@ fn time(name: &str, buf: &[u8], f: fn(&[u8]) -> u64) -> (f64, u64) {
 fn file_steps(path: &str) {
     use paclo::flow::{FlowOptions, FlowTable, ProjectionBuilder};
     use paclo::pcap::FileReader;
-    use paclo::PacketSource;
     type Step = (&'static str, fn(&str) -> u64);
     let steps: [Step; 5] = [
         ("walk", |p| {

@@ -12,7 +12,6 @@ use std::time::Instant;
 
 use paclo::flow::{FeatureSpec, FlowOptions, FlowTable};
 use paclo::pcap::FileReader;
-use paclo::PacketSource;
 
 /// The calling thread's CPU time, ns.
 fn cpu_ns() -> f64 {
@@ -56,7 +55,10 @@ fn table(path: &str, opts: FlowOptions, stream: bool) -> u64 {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
     let Some(path) = args.first() else {
         eprintln!("usage: cargo bench --bench flows_features -- FILE.pcap [ROUNDS]");
         std::process::exit(2);

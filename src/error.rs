@@ -4,12 +4,14 @@
 //! (see `decode`). These are errors of sources, files, filters and options.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Result with the crate [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Everything that can fail outside packet decoding.
-#[derive(Debug, thiserror::Error)]
+/// Everything that can fail outside packet decoding. Cheap to clone: a failure is kept in
+/// statistics and raised as well.
+#[derive(Clone, Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// The file does not exist (Python `FileNotFoundError`).
@@ -33,9 +35,9 @@ pub enum Error {
     Io {
         /// The path of the failed operation.
         path: PathBuf,
-        /// The underlying error.
+        /// The underlying error (shared, so the error can be cloned).
         #[source]
-        source: std::io::Error,
+        source: Arc<std::io::Error>,
     },
 
     /// The bytes are not a valid capture file (Python `paclo.PcapFormatError`).
@@ -96,7 +98,10 @@ impl Error {
                 what: path.display().to_string(),
                 hint: None,
             },
-            _ => Error::Io { path, source: err },
+            _ => Error::Io {
+                path,
+                source: Arc::new(err),
+            },
         }
     }
 }

@@ -24,6 +24,32 @@ pub(crate) struct BpfProgram {
     pub bf_insns: *mut c_void,
 }
 
+/// `struct pcap_if` (`pcap_if_t`): one device of `pcap_findalldevs`.
+#[repr(C)]
+pub(crate) struct PcapIf {
+    pub next: *mut PcapIf,
+    pub name: *mut c_char,
+    pub description: *mut c_char,
+    pub addresses: *mut PcapAddr,
+    pub flags: c_uint,
+}
+
+/// `struct pcap_addr`: one address of a device.
+#[repr(C)]
+pub(crate) struct PcapAddr {
+    pub next: *mut PcapAddr,
+    pub addr: *mut libc::sockaddr,
+    pub netmask: *mut libc::sockaddr,
+    pub broadaddr: *mut libc::sockaddr,
+    pub dstaddr: *mut libc::sockaddr,
+}
+
+/// `PCAP_IF_*` flags of [`PcapIf::flags`].
+pub(crate) const PCAP_IF_LOOPBACK: c_uint = 0x1;
+pub(crate) const PCAP_IF_UP: c_uint = 0x2;
+pub(crate) const PCAP_IF_RUNNING: c_uint = 0x4;
+pub(crate) const PCAP_IF_WIRELESS: c_uint = 0x8;
+
 /// The portable prefix of `struct pcap_stat`.
 #[repr(C)]
 pub(crate) struct PcapStat {
@@ -43,11 +69,6 @@ extern "C" {
     pub(crate) fn pcap_set_tstamp_precision(p: *mut PcapT, precision: c_int) -> c_int;
     pub(crate) fn pcap_get_tstamp_precision(p: *mut PcapT) -> c_int;
     pub(crate) fn pcap_activate(p: *mut PcapT) -> c_int;
-    pub(crate) fn pcap_open_offline_with_tstamp_precision(
-        fname: *const c_char,
-        precision: c_uint,
-        errbuf: *mut c_char,
-    ) -> *mut PcapT;
     pub(crate) fn pcap_open_dead(linktype: c_int, snaplen: c_int) -> *mut PcapT;
     pub(crate) fn pcap_close(p: *mut PcapT);
     pub(crate) fn pcap_geterr(p: *mut PcapT) -> *mut c_char;
@@ -82,4 +103,6 @@ extern "C" {
     pub(crate) fn pcap_stats(p: *mut PcapT, ps: *mut PcapStat) -> c_int;
     pub(crate) fn pcap_datalink(p: *mut PcapT) -> c_int;
     pub(crate) fn pcap_lib_version() -> *const c_char;
+    pub(crate) fn pcap_findalldevs(alldevs: *mut *mut PcapIf, errbuf: *mut c_char) -> c_int;
+    pub(crate) fn pcap_freealldevs(alldevs: *mut PcapIf);
 }

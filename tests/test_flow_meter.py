@@ -231,17 +231,17 @@ def test_bad_feature_options_are_named(capture):
         paclo.flows(path, features=["stats"])
     with pytest.raises(TypeError, match="features must be"):
         paclo.flows(path, features=7)
-    with pytest.raises(ValueError, match="splt must be a positive integer"):
+    with pytest.raises(ValueError, match="splt must be an integer between 1 and 65535"):
         paclo.flows(path, features="splt", splt=0)
-    with pytest.raises(ValueError, match="max_flows must be a positive integer"):
+    with pytest.raises(ValueError, match="max_flows must be None or an integer between 1 and"):
         paclo.flows(path, max_flows=0)
-    with pytest.raises(ValueError, match="batch_rows must be a positive integer"):
+    with pytest.raises(ValueError, match="batch_rows must be an integer between 1 and"):
         paclo.flow_stream(path, batch_rows=0)
     with pytest.raises(TypeError, match="apply only with flow_id=True"):
         paclo.project(path, bidirectional=True)
     with pytest.raises(FileNotFoundError):
         paclo.flow_stream(str(path) + ".missing")
-    with pytest.raises(ValueError, match="BPF|syntax"):
+    with pytest.raises(ValueError, match=r"BPF|syntax"):
         paclo.flow_stream(path, filter="not a filter (")
 
 

@@ -6,146 +6,34 @@ the native module opens the handle, installs the filter and runs the capture thr
 
 from __future__ import annotations
 
-import math
 import os
-import sys
-import warnings
 from collections.abc import Callable
-from typing import Any, Literal, TypedDict, overload
+from typing import Any, Literal
 
 from . import _paclo
-from ._io import _fspath
-from .bpf import normalize_filter
+from ._options import (
+    DECODE_MODES,
+    INT_MAX,
+    MAX_LIMIT,
+    MAX_SNAPLEN,
+    LiveOptions,
+    check_bool,
+    check_callable,
+    check_choice,
+    check_device,
+    check_int,
+    check_seconds,
+    fspath,
+    live_options,
+    live_source,
+    normalize_filter,
+)
+from ._reduce import Reduced
 
-__all__ = ["Capture", "FanOut", "capture", "devices", "fan_out", "libpcap_version"]
+__all__ = ["Capture", "FanOut", "capture", "devices", "fan_out", "libpcap_version", "reduce_device"]
 
 Capture = _paclo.Capture
 FanOut = _paclo.FanOut
-
-_INT_MAX = 2_147_483_647
-_MAX_SNAPLEN = 262_144
-# Fewer slots than this in an immediate-mode ring draw a warning (see docs/capture.md).
-_MIN_IMMEDIATE_SLOTS = 1024
-
-
-class _LiveOptions(TypedDict):
-    """The device options, validated, as the native module takes them."""
-
-    snaplen: int
-    promisc: bool
-    timeout_ms: int
-    buffer_size: int | None
-    immediate: bool | None
-
-
-@overload
-def _check_int(name: str, value: Any, lo: int, hi: int, *, optional: Literal[False] = False) -> int: ...
-@overload
-def _check_int(name: str, value: Any, lo: int, hi: int, *, optional: bool) -> int | None: ...
-def _check_int(name: str, value: Any, lo: int, hi: int, *, optional: bool = False) -> int | None:
-    if value is None and optional:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        allowed = f"None or an integer between {lo} and {hi}" if optional else f"an integer between {lo} and {hi}"
-        raise TypeError(f"{name} must be {allowed}, not {value!r}")
-    if not lo <= value <= hi:
-        allowed = f"None or an integer between {lo} and {hi}" if optional else f"an integer between {lo} and {hi}"
-        raise ValueError(f"{name} must be {allowed}, not {value!r}")
-    return value
-
-
-@overload
-def _check_bool(name: str, value: Any, *, optional: Literal[False] = False) -> bool: ...
-@overload
-def _check_bool(name: str, value: Any, *, optional: bool) -> bool | None: ...
-def _check_bool(name: str, value: Any, *, optional: bool = False) -> bool | None:
-    if value is None and optional:
-        return None
-    if not isinstance(value, bool):
-        allowed = "None, True or False" if optional else "True or False"
-        raise TypeError(f"{name} must be {allowed}, not {value!r}")
-    return value
-
-
-def _check_seconds(name: str, value: Any) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be None or a positive number of seconds, not {value!r}")
-    if not (value > 0 and math.isfinite(value)):
-        raise ValueError(f"{name} must be None or a positive number of seconds, not {value!r}")
-    return float(value)
-
-
-def _check_callable(name: str, value: object) -> Callable[..., Any] | None:
-    if value is not None and not callable(value):
-        raise TypeError(f"{name} must be None or a callable, not {value!r}")
-    return value
-
-
-def _check_choice(name: str, value: Any, choices: tuple[Any, ...]) -> Any:
-    if value not in choices or isinstance(value, bool):
-        allowed = ", ".join(repr(c) for c in choices)
-        raise ValueError(f"{name} must be one of {allowed}, not {value!r}")
-    return value
-
-
-def _check_filter(value: Any) -> str | None:
-    # The same forms as paclo.read: a BPF string (blank = none), a DSL form, or None.
-    return normalize_filter(value)
-
-
-def _check_device(value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise TypeError(f"device must be a non-empty interface name (see paclo.devices()), not {value!r}")
-    return value
-
-
-def _user_stacklevel() -> int:
-    """The ``stacklevel`` (seen from the caller of this function) of the first frame outside
-    the paclo package: warnings then name the user's line, whichever entry point led here."""
-    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
-    level, frame = 1, sys._getframe(1)
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(package):
-        frame, level = frame.f_back, level + 1
-    return level
-
-
-def _live_options(
-    device: str,
-    *,
-    snaplen: Any,
-    promisc: Any,
-    timeout_ms: Any,
-    buffer_size: Any,
-    immediate: Any,
-) -> _LiveOptions:
-    snaplen = _check_int("snaplen", snaplen, 1, _MAX_SNAPLEN)
-    promisc = _check_bool("promisc", promisc)
-    timeout_ms = _check_int("timeout_ms", timeout_ms, 1, _INT_MAX)
-    buffer_size = _check_int("buffer_size", buffer_size, 1, _INT_MAX, optional=True)
-    immediate = _check_bool("immediate", immediate, optional=True)
-    if immediate:
-        # Immediate mode on Linux uses TPACKET_V2: one snaplen-sized slot per packet.
-        planned, slots = _paclo.immediate_plan(device, snaplen, buffer_size)
-        if buffer_size is None:
-            buffer_size = planned
-        if slots < _MIN_IMMEDIATE_SLOTS:
-            warnings.warn(
-                f"immediate=True on {device!r} with snaplen={snaplen} and buffer_size={buffer_size} "
-                f"leaves about {slots} packet slots in the kernel ring (immediate mode uses one "
-                f"snaplen-sized slot per packet), so bursts will be dropped; use a smaller snaplen "
-                f"(e.g. 2048), a larger buffer_size, or immediate=None",
-                RuntimeWarning,
-                stacklevel=_user_stacklevel(),
-            )
-    return {
-        "snaplen": snaplen,
-        "promisc": promisc,
-        "timeout_ms": timeout_ms,
-        "buffer_size": buffer_size,
-        "immediate": immediate,
-    }
 
 
 def capture(
@@ -184,13 +72,13 @@ def capture(
     if device is None and path is None:
         raise ValueError("capture requires either device= or path=")
     if path is not None:
-        path = _fspath(path)
-        live: _LiveOptions = {"snaplen": 65535, "promisc": True, "timeout_ms": 10, "buffer_size": None, "immediate": None}
-        _check_int("snaplen", snaplen, 1, _MAX_SNAPLEN)
-        _check_int("timeout_ms", timeout_ms, 1, _INT_MAX)
+        path = fspath(path)
+        live: LiveOptions = {"snaplen": 65535, "promisc": True, "timeout_ms": 10, "buffer_size": None, "immediate": None}
+        check_int("snaplen", snaplen, 1, MAX_SNAPLEN)
+        check_int("timeout_ms", timeout_ms, 1, INT_MAX)
     else:
-        device = _check_device(device)
-        live = _live_options(
+        device = check_device(device)
+        live = live_options(
             device,
             snaplen=snaplen,
             promisc=promisc,
@@ -201,19 +89,19 @@ def capture(
     return _paclo.open_capture(
         device=device,
         path=path,
-        filter=_check_filter(filter),
-        decode=_check_choice("decode", decode, (None, "full", "flow")),
-        queue_cap=_check_int("queue_cap", queue_cap, 1, _INT_MAX),
-        queue_mode=_check_choice("queue_mode", queue_mode, ("blocking", "dropping")),
-        limit=_check_int("limit", limit, 1, 2**63 - 1, optional=True),
-        duration=_check_seconds("duration", duration),
-        idle_timeout=_check_seconds("idle_timeout", idle_timeout),
-        stop_when=_check_callable("stop_when", stop_when),
-        on_ready=_check_callable("on_ready", on_ready),
-        on_stats=_check_callable("on_stats", on_stats),
-        on_queue_stats=_check_callable("on_queue_stats", on_queue_stats),
-        on_error=_check_callable("on_error", on_error),
-        error_mode=_check_choice("error_mode", error_mode, ("raise", "pass")),
+        filter=normalize_filter(filter),
+        decode=check_choice("decode", decode, DECODE_MODES),
+        queue_cap=check_int("queue_cap", queue_cap, 1, INT_MAX),
+        queue_mode=check_choice("queue_mode", queue_mode, ("blocking", "dropping")),
+        limit=check_int("limit", limit, 1, MAX_LIMIT, optional=True),
+        duration=check_seconds("duration", duration),
+        idle_timeout=check_seconds("idle_timeout", idle_timeout),
+        stop_when=check_callable("stop_when", stop_when),
+        on_ready=check_callable("on_ready", on_ready),
+        on_stats=check_callable("on_stats", on_stats),
+        on_queue_stats=check_callable("on_queue_stats", on_queue_stats),
+        on_error=check_callable("on_error", on_error),
+        error_mode=check_choice("error_mode", error_mode, ("raise", "pass")),
         **live,
     )
 
@@ -249,32 +137,32 @@ def reduce_device(
     """
     if not callable(fn):
         raise TypeError(f"fn must be a callable taking (acc, packet), not {fn!r}")
-    device = _check_device(device)
-    live = _live_options(
+    report = check_bool("report", report)
+    source = live_source(
         device,
+        limit=limit,
+        duration=duration,
+        idle_timeout=idle_timeout,
+        on_ready=on_ready,
         snaplen=snaplen,
         promisc=promisc,
         timeout_ms=timeout_ms,
         buffer_size=buffer_size,
         immediate=immediate,
     )
-    return _paclo.reduce_device(
+    acc, stats = _paclo.reduce(
         fn,
         init,
-        device=device,
-        decode=_check_choice("decode", decode, (None, "full", "flow")),
-        filter=_check_filter(filter),
-        limit=_check_int("limit", limit, 1, 2**63 - 1, optional=True),
-        duration=_check_seconds("duration", duration),
-        idle_timeout=_check_seconds("idle_timeout", idle_timeout),
-        stop_when=_check_callable("stop_when", stop_when),
-        on_ready=_check_callable("on_ready", on_ready),
-        on_stats=_check_callable("on_stats", on_stats),
-        on_error=_check_callable("on_error", on_error),
-        error_mode=_check_choice("error_mode", error_mode, ("raise", "pass")),
-        report=_check_bool("report", report),
-        **live,
+        source,
+        reduced_type=Reduced,
+        decode=check_choice("decode", decode, DECODE_MODES),
+        filter=normalize_filter(filter),
+        stop_when=check_callable("stop_when", stop_when),
+        on_stats=check_callable("on_stats", on_stats),
+        on_error=check_callable("on_error", on_error),
+        error_mode=check_choice("error_mode", error_mode, ("raise", "pass")),
     )
+    return (acc, stats) if report else acc
 
 
 def devices() -> list[dict[str, Any]]:
@@ -318,7 +206,7 @@ def fan_out(capture: Capture, branches: dict[str, dict[str, Any]]) -> FanOut:
             )
         if "mode" not in cfg:
             raise ValueError(f"fan_out branch {name!r} needs 'mode': 'blocking' or 'dropping'")
-        mode = _check_choice(f"branch {name!r} mode", cfg["mode"], ("blocking", "dropping"))
-        cap = _check_int(f"branch {name!r} cap", cfg.get("cap", 1024), 1, _INT_MAX)
+        mode = check_choice(f"branch {name!r} mode", cfg["mode"], ("blocking", "dropping"))
+        cap = check_int(f"branch {name!r} cap", cfg.get("cap", 1024), 1, INT_MAX)
         specs.append((name, mode, cap))
     return _paclo.start_fan_out(capture, specs)

@@ -17,6 +17,7 @@ from typing import Any, Literal
 import pyarrow as pa
 
 from . import _paclo
+from ._options import LiveSource, check_bool, check_int, check_seconds, live_source
 
 __all__ = ["flow_stream", "flow_topn", "flows", "ip_to_str", "project", "read_batches"]
 
@@ -47,38 +48,47 @@ def _paths(source: Any) -> list[str]:
     )
 
 
+_LIVE_OPTIONS = ("snaplen", "promisc", "timeout_ms", "buffer_size", "immediate", "on_ready")
+
+
+def _source(
+    what: str,
+    source: Any,
+    device: Any,
+    *,
+    duration: Any,
+    limit: Any,
+    live: dict[str, Any],
+    bounded: bool = True,
+) -> list[str] | LiveSource:
+    """What the native functions read: the paths ``source`` names, or the description of
+    the live ``device`` (with its stop conditions and live options)."""
+    unknown = sorted(set(live) - set(_LIVE_OPTIONS))
+    if unknown:
+        raise TypeError(f"{what}() got unexpected options: {', '.join(unknown)}")
+    if device is None:
+        if source is None:
+            raise ValueError(f"{what} requires a source (a path, a list of paths or a Reader) or device=")
+        given = [k for k, v in (("duration", duration), ("limit", limit)) if v is not None] + sorted(live)
+        if given:
+            raise TypeError(f"{what}(source) got live options: {', '.join(given)} (they need device=)")
+        return _paths(source)
+    if source is not None:
+        raise ValueError(f"{what} takes either a source or device=, not both")
+    if bounded and duration is None and limit is None:
+        raise ValueError(f"{what}(device=...) needs duration= or limit= to know when the capture ends")
+    return live_source(device, duration=duration, limit=limit, **live)
+
+
 def _check_filter(filter: Any) -> str | None:
     if filter is None or isinstance(filter, str):
         return filter
     raise TypeError(f"filter must be a BPF expression (str) or None, not {type(filter).__name__}")
 
 
-def _check_bool(name: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False, not {value!r}")
-    return value
-
-
-def _seconds(name: str, value: Any) -> float | None:
-    """A timeout in seconds (int or float) or None; the native side checks the range."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number of seconds or None, not {value!r}")
-    return float(value)
-
-
-def _count(name: str, value: Any, *, optional: bool) -> int | None:
-    if value is None and optional:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive integer{' or None' if optional else ''}, not {value!r}")
-    return value
-
-
 def _features(features: Any) -> list[str]:
     """The feature names ``features`` gives (a name or a list of names); the native side
-    checks them."""
+    checks the names."""
     if isinstance(features, str):
         return [features]
     if isinstance(features, (list, tuple)) and all(isinstance(f, str) for f in features):
@@ -86,46 +96,63 @@ def _features(features: Any) -> list[str]:
     raise TypeError(f"features must be a feature name or a list of names, not {features!r}")
 
 
+MAX_SPLT = 65535
+
+
+def _meter_options(
+    bidirectional: Any, idle_timeout: Any, active_timeout: Any, max_flows: Any
+) -> dict[str, Any]:
+    return {
+        "bidirectional": check_bool("bidirectional", bidirectional),
+        "idle_timeout": check_seconds("idle_timeout", idle_timeout),
+        "active_timeout": check_seconds("active_timeout", active_timeout),
+        "max_flows": check_int("max_flows", max_flows, 1, 2**63 - 1, optional=True),
+    }
+
+
 def project(
-    source: Any,
+    source: Any = None,
     *,
+    device: str | None = None,
     filter: str | None = None,
     flow_id: bool = False,
     bidirectional: bool = False,
     idle_timeout: float | None = None,
     active_timeout: float | None = None,
     max_flows: int | None = None,
+    duration: float | None = None,
+    limit: int | None = None,
+    **live: Any,
 ) -> pa.Table:
     """One row per packet: ``ts_ns, caplen, len, ip_version, protocol, src_ip, dst_ip,
     src_port, dst_port, vlan_id, tcp_flags`` (see docs/flows.md for the column dictionary).
 
     ``source`` is a path, a list of paths (projected in parallel, rows in file order) or
-    an open ``Reader`` (its file is projected from the start).
+    an open ``Reader`` (its file is projected from the start). ``device=`` captures live
+    instead, until ``duration`` seconds or ``limit`` packets, with the live options of
+    :func:`paclo.capture` (``snaplen``, ``promisc``, ``timeout_ms``, ``buffer_size``,
+    ``immediate``, ``on_ready``).
 
     ``flow_id=True`` adds a ``flow_id`` column: the id of each packet's flow, as in the
     ``flow_id`` column of ``flows(source, ...)`` with the same ``bidirectional``,
     ``idle_timeout``, ``active_timeout`` and ``max_flows`` (null for packets in no flow).
     Those options apply only with ``flow_id=True``.
     """
-    _check_bool("flow_id", flow_id)
-    _check_bool("bidirectional", bidirectional)
-    options = {
-        "bidirectional": bidirectional,
-        "idle_timeout": _seconds("idle_timeout", idle_timeout),
-        "active_timeout": _seconds("active_timeout", active_timeout),
-        "max_flows": _count("max_flows", max_flows, optional=True),
-    }
+    check_bool("flow_id", flow_id)
+    options = _meter_options(bidirectional, idle_timeout, active_timeout, max_flows)
     if not flow_id:
         given = [k for k, v in options.items() if v not in (None, False)]
         if given:
             raise TypeError(f"project() options {', '.join(given)} apply only with flow_id=True")
-    stream = _paclo.flow_project(_paths(source), filter=_check_filter(filter), flow_id=flow_id, **options)
+    src = _source("project", source, device, duration=duration, limit=limit, live=live)
+    stream = _paclo.flow_project(src, filter=_check_filter(filter), flow_id=flow_id, **options)
     return pa.table(stream)
 
 
 def flows(
-    source: Any,
+    source: Any = None,
     *,
+    device: str | None = None,
     bidirectional: bool = False,
     idle_timeout: float | None = None,
     active_timeout: float | None = None,
@@ -133,6 +160,9 @@ def flows(
     splt: int = 10,
     max_flows: int | None = None,
     filter: str | None = None,
+    duration: float | None = None,
+    limit: int | None = None,
+    **live: Any,
 ) -> pa.Table:
     """The flow table: one row per flow, aggregated natively.
 
@@ -140,7 +170,8 @@ def flows(
     no packet arrived for ``idle_timeout`` or when it has lasted ``active_timeout``, and
     the table then has an ``expiration_reason`` column. ``bidirectional=True`` keys flows
     by the canonical endpoint pair (the smaller endpoint first) and adds per-direction
-    counters. A list of paths is aggregated as one capture.
+    counters. A list of paths is aggregated as one capture. ``device=`` captures live
+    instead, as for :func:`project` (on a device, flows also expire on the wall clock).
 
     ``features`` adds column groups: ``"statistical"`` (packet size and inter-arrival
     statistics, per-flag counts), ``"splt"`` (the first ``splt`` packets' sizes,
@@ -149,22 +180,18 @@ def flows(
     new flow beyond it evicts the least recently active one (``expiration_reason``
     ``"evicted"``, counted in the schema metadata ``paclo.flows_evicted``).
     """
-    stream = _paclo.flow_table(
-        _paths(source),
-        bidirectional=_check_bool("bidirectional", bidirectional),
-        idle_timeout=_seconds("idle_timeout", idle_timeout),
-        active_timeout=_seconds("active_timeout", active_timeout),
-        filter=_check_filter(filter),
-        features=_features(features),
-        splt=_count("splt", splt, optional=False) or 1,
-        max_flows=_count("max_flows", max_flows, optional=True),
-    )
+    options = _meter_options(bidirectional, idle_timeout, active_timeout, max_flows)
+    features = _features(features)
+    splt = check_int("splt", splt, 1, MAX_SPLT)
+    src = _source("flows", source, device, duration=duration, limit=limit, live=live)
+    stream = _paclo.flow_table(src, filter=_check_filter(filter), features=features, splt=splt, **options)
     return pa.table(stream)
 
 
 def flow_stream(
-    source: Any,
+    source: Any = None,
     *,
+    device: str | None = None,
     bidirectional: bool = False,
     idle_timeout: float | None = 120,
     active_timeout: float | None = 1800,
@@ -173,73 +200,99 @@ def flow_stream(
     max_flows: int | None = None,
     filter: str | None = None,
     batch_rows: int = 65536,
+    duration: float | None = None,
+    limit: int | None = None,
+    **live: Any,
 ) -> _paclo.FlowStream:
     """Flows as they expire: an iterator of pyarrow RecordBatches (the schema of
     ``flows()`` with ``expiration_reason``), then the flows still live at the end.
 
     A flow expires ``idle_timeout`` seconds after its last packet (as soon as a later
-    packet's time passes that), at its first packet ``active_timeout`` seconds or more
-    after it began, or when ``max_flows`` live flows are reached and it is the least
-    recently active (``"evicted"``). Memory is proportional to the live flows. The
-    options are those of :func:`flows`; ``batch_rows`` bounds the rows of a batch. The
-    concatenated batches hold the rows of ``flows()`` with the same options. ``.stats()``
-    gives the counters, ``.close()`` ends the stream.
+    packet's time, or on a device the wall clock, passes that), at its first packet
+    ``active_timeout`` seconds or more after it began, or when ``max_flows`` live flows
+    are reached and it is the least recently active (``"evicted"``). Memory is
+    proportional to the live flows. The options are those of :func:`flows`;
+    ``batch_rows`` bounds the rows of a batch. On files the concatenated batches hold the
+    rows of ``flows()`` with the same options. ``device=`` meters a live device, until
+    ``duration`` seconds, ``limit`` packets or ``.stop()`` (the live flows then come as
+    the last batches); the live options are those of :func:`paclo.capture`. ``.stats()``
+    gives the counters, ``.close()`` ends the stream at once.
     """
-    stream = _paclo.flow_stream(
-        _paths(source),
-        bidirectional=_check_bool("bidirectional", bidirectional),
-        idle_timeout=_seconds("idle_timeout", idle_timeout),
-        active_timeout=_seconds("active_timeout", active_timeout),
-        filter=_check_filter(filter),
-        features=_features(features),
-        splt=_count("splt", splt, optional=False) or 1,
-        max_flows=_count("max_flows", max_flows, optional=True),
-        batch_rows=_count("batch_rows", batch_rows, optional=False) or 1,
+    options = _meter_options(bidirectional, idle_timeout, active_timeout, max_flows)
+    features = _features(features)
+    splt = check_int("splt", splt, 1, MAX_SPLT)
+    batch_rows = check_int("batch_rows", batch_rows, 1, 2**63 - 1)
+    src = _source("flow_stream", source, device, duration=duration, limit=limit, live=live, bounded=False)
+    return _paclo.flow_stream(
+        src, filter=_check_filter(filter), features=features, splt=splt, batch_rows=batch_rows, **options
     )
-    return stream
 
 
 def flow_topn(
-    source: Any,
+    source: Any = None,
     n: int = 10,
     *,
+    device: str | None = None,
     by: Literal["packets", "bytes"] = "packets",
     bidirectional: bool = False,
     filter: str | None = "udp or tcp",
+    duration: float | None = None,
+    limit: int | None = None,
+    **live: Any,
 ) -> list[dict[str, Any]]:
     """The ``n`` largest flows: ``[{"flow": {"proto", "src", "dst"}, "packets", "bytes"}]``.
 
     Sorted by ``by`` descending, ties by flow key ascending, so the output is
     deterministic. ``src``/``dst`` are ``"ip:port"`` (``"[v6]:port"`` for IPv6, RFC 5952
-    text), or the address alone without ports. ``bytes`` sums wire lengths.
+    text), or the address alone without ports. ``bytes`` sums wire lengths. ``device=``
+    captures live instead, as for :func:`project`.
     """
-    return _topn(source, n, by=by, bidirectional=bidirectional, filter=filter)[0]
+    src = _source("flow_topn", source, device, duration=duration, limit=limit, live=live)
+    return _topn(src, n, by=by, bidirectional=bidirectional, filter=filter)[0]
 
 
-def _topn(source: Any, n: int, *, by: str, bidirectional: bool, filter: str | None) -> tuple[list[dict[str, Any]], int, int]:
-    """``flow_topn`` plus the number of flows and of packets aggregated."""
+def _topn(
+    source: Any, n: int, *, by: str, bidirectional: bool, filter: str | None
+) -> tuple[list[dict[str, Any]], int, int]:
+    """``flow_topn`` plus the number of flows and of packets aggregated; ``source`` is
+    what :func:`_source` returns, or anything :func:`_paths` takes."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
         raise ValueError(f"n must be a non-negative integer, not {n!r}")
     if by not in ("packets", "bytes"):
         raise ValueError(f"by must be 'packets' or 'bytes', not {by!r}")
-    _check_bool("bidirectional", bidirectional)
+    check_bool("bidirectional", bidirectional)
+    if not isinstance(source, dict):
+        source = _paths(source)
     rows, nflows, npackets = _paclo.flow_topn(
-        _paths(source), n, by_bytes=by == "bytes", bidirectional=bidirectional, filter=_check_filter(filter)
+        source, n, by_bytes=by == "bytes", bidirectional=bidirectional, filter=_check_filter(filter)
     )
     return rows, nflows, npackets
 
 
-def read_batches(path: str | os.PathLike[str], *, batch_size: int = 65536, filter: str | None = None) -> Iterator[pa.RecordBatch]:
+def read_batches(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    device: str | None = None,
+    batch_size: int = 65536,
+    filter: str | None = None,
+    duration: float | None = None,
+    limit: int | None = None,
+    **live: Any,
+) -> Iterator[pa.RecordBatch]:
     """Raw packets as pyarrow RecordBatches (``ts_ns, caplen, wirelen, data``), read lazily.
 
     A truncated last record raises after the batches before it were yielded. Ctrl-C
-    raises KeyboardInterrupt while a batch is read; the iterator stays usable.
+    raises KeyboardInterrupt while a batch is read; the iterator stays usable. ``device=``
+    reads a live device instead (until ``duration``, ``limit``, or the end of iteration),
+    with the live options of :func:`paclo.capture`.
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer, not {batch_size!r}")
-    if not isinstance(path, (str, os.PathLike)):
+    if device is None and path is not None and not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
-    stream = _paclo.read_batches(os.fspath(path), batch_size=batch_size, filter=_check_filter(filter))
+    src = _source("read_batches", path, device, duration=duration, limit=limit, live=live, bounded=False)
+    source = src[0] if isinstance(src, list) else src
+    stream = _paclo.read_batches(source, batch_size=batch_size, filter=_check_filter(filter))
     # Iterating the native stream yields pyarrow batches; it checks for signals itself.
     return stream
 

@@ -7,40 +7,11 @@ from collections.abc import Callable, Iterable
 from typing import Any, Literal, Self
 
 from . import _paclo
-from .bpf import FilterArg, normalize_filter
+from ._options import check_bool, check_decode, check_limit, fspath, normalize_filter
+from ._reduce import Reduced
+from .bpf import FilterArg
 
 __all__ = ["PcapWriter", "Reduced", "read", "reduce", "write_pcap"]
-
-_DECODE_MODES = (None, "full", "flow")
-_MAX_LIMIT = 2**63 - 1
-
-
-def _check_decode(decode: object) -> None:
-    if decode not in _DECODE_MODES:
-        raise ValueError(f"decode must be None, 'full' or 'flow', not {decode!r}")
-
-
-def _check_limit(limit: object) -> None:
-    if limit is None:
-        return
-    if isinstance(limit, bool) or not isinstance(limit, int):
-        raise TypeError(f"limit must be a non-negative integer or None, not {type(limit).__name__}")
-    if not 0 <= limit <= _MAX_LIMIT:
-        raise ValueError(f"limit must be a non-negative integer up to {_MAX_LIMIT} or None, not {limit}")
-
-
-def _check_bool(name: str, value: object) -> None:
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False, not {value!r}")
-
-
-def _fspath(path: object, what: str = "path") -> str:
-    try:
-        p = os.fspath(path)  # type: ignore[call-overload]
-    except TypeError:
-        raise TypeError(f"{what} must be a str or os.PathLike, not {type(path).__name__}") from None
-    return os.fsdecode(p)
-
 
 def read(
     path: str | os.PathLike[str],
@@ -61,30 +32,18 @@ def read(
     ``TruncatedCaptureWarning`` after every complete packet; ``strict=True`` raises
     ``PcapFormatError`` instead.
     """
-    _check_decode(decode)
-    _check_limit(limit)
-    _check_bool("progress", progress)
-    _check_bool("strict", strict)
+    check_decode(decode)
+    check_limit(limit)
+    check_bool("progress", progress)
+    check_bool("strict", strict)
     return _paclo.read(
-        _fspath(path),
+        fspath(path),
         filter=normalize_filter(filter),
         decode=decode,
         limit=limit,
         progress=progress,
         strict=strict,
     )
-
-
-class Reduced:
-    """Wrap an accumulator to stop a reduction at once: ``return paclo.Reduced(acc)``."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
-
-    def __repr__(self) -> str:
-        return f"Reduced({self.value!r})"
 
 
 def reduce(
@@ -112,10 +71,11 @@ def reduce(
         raise ValueError("reduce requires either path= or device=")
     if path is not None and device is not None:
         raise ValueError("reduce takes either path= or device=, not both")
-    _check_decode(decode)
-    _check_limit(limit)
-    _check_bool("report", report)
+    check_decode(decode)
+    check_limit(limit)
+    check_bool("report", report)
     if device is not None:
+        # The device side validates the live options (it is also paclo._capture.reduce_device).
         from . import _capture
 
         return _capture.reduce_device(
@@ -129,14 +89,15 @@ def reduce(
             **options,
         )
     strict = options.pop("strict", False)
-    _check_bool("strict", strict)
+    check_bool("strict", strict)
     if options:
         names = ", ".join(sorted(options))
         raise TypeError(f"reduce(path=...) got unexpected options: {names} (live options need device=)")
-    acc, stats = _paclo.reduce_path(
+    # Called here, not through a helper: the truncation warning names the caller's line.
+    acc, stats = _paclo.reduce(
         fn,
         init,
-        _fspath(path),
+        fspath(path),
         reduced_type=Reduced,
         filter=normalize_filter(filter),
         decode=decode,
@@ -154,7 +115,7 @@ def _check_writer_options(linktype: object, snaplen: object, nanosecond: object)
         raise ValueError(f"linktype must be between 0 and 65535, not {linktype}")
     if not 1 <= snaplen <= 262144:  # type: ignore[operator]
         raise ValueError(f"snaplen must be between 1 and 262144, not {snaplen}")
-    _check_bool("nanosecond", nanosecond)
+    check_bool("nanosecond", nanosecond)
 
 
 class PcapWriter(_paclo.PcapWriter):
@@ -171,7 +132,7 @@ class PcapWriter(_paclo.PcapWriter):
         cls, path: str | os.PathLike[str], *, linktype: int = 1, snaplen: int = 262144, nanosecond: bool = False
     ) -> Self:
         _check_writer_options(linktype, snaplen, nanosecond)
-        return super().__new__(cls, _fspath(path), linktype=linktype, snaplen=snaplen, nanosecond=nanosecond)
+        return super().__new__(cls, fspath(path), linktype=linktype, snaplen=snaplen, nanosecond=nanosecond)
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"

@@ -27,8 +27,7 @@ __all__ = [
     "open_capture",
     "read",
     "read_batches",
-    "reduce_device",
-    "reduce_path",
+    "reduce",
     "set_decode_hooks",
     "start_fan_out",
 ]
@@ -39,6 +38,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal, Self, final
 
 from typing_extensions import disjoint_base
+
+from paclo._options import LiveSource as _LiveSource
 
 @final
 class Packet:
@@ -109,16 +110,20 @@ def read(
     progress: bool = False,
     strict: bool = False,
 ) -> Reader: ...
-def reduce_path(
+def reduce(
     func: Callable[[Any, Any], Any],
     init: Any,
-    path: str | PathLike[str],
+    source: str | PathLike[str] | _LiveSource,
     *,
     reduced_type: type,
     filter: str | None = None,
     decode: Literal["full", "flow"] | None = None,
     limit: int | None = None,
     strict: bool = False,
+    stop_when: Callable[[Any], Any] | None = None,
+    on_stats: Callable[[dict[str, Any]], Any] | None = None,
+    on_error: Callable[[BaseException], Any] | None = None,
+    error_mode: str = "raise",
 ) -> tuple[Any, dict[str, Any]]: ...
 def count_packets(path: str | PathLike[str], *, filter: str | None = None, limit: int | None = None) -> tuple[int, int]: ...
 def native_alloc_counts() -> tuple[int, int]: ...
@@ -139,7 +144,7 @@ class ArrowStream:
     def __next__(self) -> Any: ...
 
 def flow_project(
-    paths: Sequence[str | PathLike[str]],
+    source: Sequence[str | PathLike[str]] | _LiveSource,
     *,
     filter: str | None = None,
     batch_size: int = 1048576,
@@ -150,7 +155,7 @@ def flow_project(
     max_flows: int | None = None,
 ) -> ArrowStream: ...
 def flow_table(
-    paths: Sequence[str | PathLike[str]],
+    source: Sequence[str | PathLike[str]] | _LiveSource,
     *,
     bidirectional: bool = False,
     idle_timeout: float | None = None,
@@ -165,13 +170,14 @@ class FlowStream:
     def __arrow_c_schema__(self) -> object: ...
     def __iter__(self) -> FlowStream: ...
     def __next__(self) -> Any: ...
-    def stats(self) -> dict[str, int]: ...
+    def stats(self) -> dict[str, Any]: ...
+    def stop(self) -> None: ...
     def close(self) -> None: ...
     def __enter__(self) -> FlowStream: ...
     def __exit__(self, *exc: object) -> Literal[False]: ...
 
 def flow_stream(
-    paths: Sequence[str | PathLike[str]],
+    source: Sequence[str | PathLike[str]] | _LiveSource,
     *,
     bidirectional: bool = False,
     idle_timeout: float | None = None,
@@ -183,9 +189,11 @@ def flow_stream(
     batch_rows: int = 65536,
 ) -> FlowStream: ...
 def flow_topn(
-    paths: Sequence[str | PathLike[str]], n: int, *, by_bytes: bool, bidirectional: bool, filter: str | None
+    source: Sequence[str | PathLike[str]] | _LiveSource, n: int, *, by_bytes: bool, bidirectional: bool, filter: str | None
 ) -> tuple[list[dict[str, Any]], int, int]: ...
-def read_batches(path: str | PathLike[str], *, batch_size: int = 65536, filter: str | None = None) -> ArrowStream: ...
+def read_batches(
+    source: str | PathLike[str] | _LiveSource, *, batch_size: int = 65536, filter: str | None = None
+) -> ArrowStream: ...
 def addresses_to_str(buf: bytes, valid: bytes, versions: bytes | None = None) -> list[str | None]: ...
 # --- live ---
 
@@ -224,28 +232,6 @@ def open_capture(
     on_error: Callable[[BaseException], Any] | None,
     error_mode: str,
 ) -> Capture: ...
-def reduce_device(
-    fn_: Callable[[Any, Any], Any],
-    init: Any,
-    *,
-    device: str,
-    decode: str | None,
-    filter: str | None,
-    limit: int | None,
-    duration: float | None,
-    idle_timeout: float | None,
-    snaplen: int,
-    promisc: bool,
-    timeout_ms: int,
-    buffer_size: int | None,
-    immediate: bool | None,
-    stop_when: Callable[[Any], Any] | None,
-    on_ready: Callable[[], Any] | None,
-    on_stats: Callable[[dict[str, Any]], Any] | None,
-    on_error: Callable[[BaseException], Any] | None,
-    error_mode: str,
-    report: bool,
-) -> Any: ...
 def devices() -> list[dict[str, Any]]: ...
 def libpcap_version() -> str: ...
 def immediate_plan(device: str, snaplen: int, buffer_size: int | None) -> tuple[int, int]: ...

@@ -13,11 +13,13 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use super::managed::ErrorInfo;
-use super::queue::{BoundedQueue, Pop, Push, QueueCounters, QueueMode};
+use super::queue::{BoundedQueue, Pop, Push, QueueMode};
 use crate::error::{Error, Result};
+use crate::stats::{
+    BranchState, BranchStats, Failure, FanOutStats, FanOutStopReason, QueueStats, Started, State,
+};
 
 /// What the source gave the dispatcher.
 #[derive(Debug)]
@@ -28,8 +30,8 @@ pub enum SourceItem<T> {
     Empty,
     /// The source is exhausted.
     End,
-    /// The source failed with this message.
-    Failed(String),
+    /// The source failed.
+    Failed(Failure),
 }
 
 /// One branch's configuration.
@@ -43,104 +45,10 @@ pub struct BranchConfig {
     pub capacity: usize,
 }
 
-/// A branch's state.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BranchState {
-    /// Receiving items.
-    Open,
-    /// The source ended; the queue drains.
-    Completed,
-    /// The source failed.
-    Failed,
-    /// The consumer closed it.
-    Closed,
-    /// The fan-out was closed.
-    FanoutClosed,
-}
-
-impl BranchState {
-    /// The snake_case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BranchState::Open => "open",
-            BranchState::Completed => "completed",
-            BranchState::Failed => "failed",
-            BranchState::Closed => "closed",
-            BranchState::FanoutClosed => "fanout_closed",
-        }
-    }
-}
-
-/// Why the dispatcher stopped.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FanStopReason {
-    /// The source ended.
-    SourceExhausted,
-    /// Every branch was closed.
-    NoBranches,
-    /// `close` was called.
-    Closed,
-    /// The source failed.
-    Error,
-    /// The dispatcher did not stop within the close timeout.
-    CloseTimeout,
-}
-
-impl FanStopReason {
-    /// The snake_case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FanStopReason::SourceExhausted => "source_exhausted",
-            FanStopReason::NoBranches => "no_branches",
-            FanStopReason::Closed => "closed",
-            FanStopReason::Error => "error",
-            FanStopReason::CloseTimeout => "close_timeout",
-        }
-    }
-}
-
-/// One branch in a statistics snapshot.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BranchStats {
-    /// The branch id.
-    pub name: String,
-    /// Its state.
-    pub state: BranchState,
-    /// Queue policy.
-    pub mode: QueueMode,
-    /// Queue capacity.
-    pub capacity: usize,
-    /// Counters (offered, enqueued, delivered, dropped, cancelled, abandoned, depth, ...).
-    pub counters: QueueCounters,
-    /// Why it stopped receiving (`source_exhausted`, `source_error`, `closed`, `fanout_closed`).
-    pub stop_reason: Option<&'static str>,
-    /// The source error, for a failed branch.
-    pub error: Option<ErrorInfo>,
-}
-
-/// A fan-out statistics snapshot (schema version 1).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FanStats {
-    /// `running`, `stopping`, `closed` or `failed`.
-    pub state: &'static str,
-    /// Start time, ms since the epoch.
-    pub started_at_ms: u64,
-    /// Time since start, frozen at the end.
-    pub elapsed_ms: u64,
-    /// Items taken from the source.
-    pub received: u64,
-    /// Per branch, in configuration order.
-    pub branches: Vec<BranchStats>,
-    /// Why the dispatcher stopped.
-    pub stop_reason: Option<FanStopReason>,
-    /// The error that ended it.
-    pub error: Option<ErrorInfo>,
-}
-
 struct BranchStatus {
     state: BranchState,
     reason: Option<&'static str>,
-    error: Option<ErrorInfo>,
+    error: Option<Failure>,
 }
 
 struct Branch<T> {
@@ -151,8 +59,8 @@ struct Branch<T> {
 }
 
 struct FanStatus {
-    reason: Option<FanStopReason>,
-    error: Option<ErrorInfo>,
+    reason: Option<FanOutStopReason>,
+    error: Option<Failure>,
     ended: Option<Instant>,
     done: bool,
     failed: bool,
@@ -164,8 +72,7 @@ struct Shared<T> {
     status: Mutex<FanStatus>,
     done_cv: Condvar,
     received: AtomicU64,
-    started: Instant,
-    started_at_ms: u64,
+    started: Started,
 }
 
 fn lock<X>(m: &Mutex<X>) -> MutexGuard<'_, X> {
@@ -173,7 +80,7 @@ fn lock<X>(m: &Mutex<X>) -> MutexGuard<'_, X> {
 }
 
 impl<T> Shared<T> {
-    fn request_stop(&self, reason: FanStopReason) {
+    fn request_stop(&self, reason: FanOutStopReason) {
         {
             let mut st = lock(&self.status);
             if st.reason.is_none() && !st.done {
@@ -218,15 +125,12 @@ fn dispatch<T: Clone>(shared: &Shared<T>, source: &mut SourceFn<T>) {
             }
             SourceItem::Empty => {}
             SourceItem::End => {
-                shared.request_stop(FanStopReason::SourceExhausted);
+                shared.request_stop(FanOutStopReason::SourceExhausted);
                 return;
             }
-            SourceItem::Failed(message) => {
-                lock(&shared.status).error = Some(ErrorInfo {
-                    class: "CaptureError".into(),
-                    message,
-                });
-                shared.request_stop(FanStopReason::Error);
+            SourceItem::Failed(failure) => {
+                lock(&shared.status).error = Some(failure);
+                shared.request_stop(FanOutStopReason::Error);
                 return;
             }
         }
@@ -235,11 +139,10 @@ fn dispatch<T: Clone>(shared: &Shared<T>, source: &mut SourceFn<T>) {
 
 fn run<T: Clone>(shared: Arc<Shared<T>>, mut source: SourceFn<T>, cancel: CancelFn) {
     if catch_unwind(AssertUnwindSafe(|| dispatch(&shared, &mut source))).is_err() {
-        lock(&shared.status).error = Some(ErrorInfo {
-            class: "CaptureError".into(),
-            message: "the fan-out dispatcher panicked".into(),
-        });
-        shared.request_stop(FanStopReason::Error);
+        lock(&shared.status).error = Some(Failure::Source(Error::Capture(
+            "the fan-out dispatcher panicked".into(),
+        )));
+        shared.request_stop(FanOutStopReason::Error);
     }
     let _ = catch_unwind(AssertUnwindSafe(cancel));
     drop(source);
@@ -251,10 +154,10 @@ fn run<T: Clone>(shared: Arc<Shared<T>>, mut source: SourceFn<T>, cancel: Cancel
         let mut bs = lock(&b.status);
         if bs.state == BranchState::Open {
             (bs.state, bs.reason) = match reason {
-                Some(FanStopReason::SourceExhausted) => {
+                Some(FanOutStopReason::SourceExhausted) => {
                     (BranchState::Completed, Some("source_exhausted"))
                 }
-                Some(FanStopReason::Error) => (BranchState::Failed, Some("source_error")),
+                Some(FanOutStopReason::Error) => (BranchState::Failed, Some("source_error")),
                 _ => (BranchState::FanoutClosed, Some("fanout_closed")),
             };
             if bs.state == BranchState::Failed {
@@ -332,11 +235,7 @@ impl<T: Clone + Send + 'static> FanOut<T> {
             }),
             done_cv: Condvar::new(),
             received: AtomicU64::new(0),
-            started: Instant::now(),
-            started_at_ms: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_millis() as u64)
-                .unwrap_or(0),
+            started: Started::now(),
         });
         let thread = {
             let shared = shared.clone();
@@ -373,7 +272,7 @@ impl<T> FanOut<T> {
     }
 
     /// The error of branch `idx`, when the source failed.
-    pub fn branch_error(&self, idx: usize) -> Option<ErrorInfo> {
+    pub fn branch_error(&self, idx: usize) -> Option<Failure> {
         lock(&self.shared.branches[idx].status).error.clone()
     }
 
@@ -401,7 +300,7 @@ impl<T> FanOut<T> {
             .iter()
             .all(|b| b.closed.load(Ordering::Acquire))
         {
-            self.shared.request_stop(FanStopReason::NoBranches);
+            self.shared.request_stop(FanOutStopReason::NoBranches);
         }
     }
 
@@ -438,42 +337,33 @@ impl<T> FanOut<T> {
     /// # Errors
     /// `Capture` when the dispatcher does not stop in time (state `failed`, reason `close_timeout`).
     pub fn close(&self, timeout: Duration) -> Result<()> {
-        self.shared.request_stop(FanStopReason::Closed);
+        self.shared.request_stop(FanOutStopReason::Closed);
         for b in &self.shared.branches {
             b.queue.clear();
         }
         if self.wait_done(timeout) {
             return Ok(());
         }
-        let message = "stream dispatcher did not stop".to_string();
+        let err = Error::Capture("stream dispatcher did not stop".to_string());
         let mut st = lock(&self.shared.status);
-        st.reason = Some(FanStopReason::CloseTimeout);
+        st.reason = Some(FanOutStopReason::CloseTimeout);
         st.failed = true;
-        st.error.get_or_insert(ErrorInfo {
-            class: "CaptureError".into(),
-            message: message.clone(),
-        });
-        Err(Error::Capture(message))
+        st.error.get_or_insert(Failure::Source(err.clone()));
+        Err(err)
     }
 
     /// A statistics snapshot.
-    pub fn stats(&self) -> FanStats {
+    pub fn stats(&self) -> FanOutStats {
         let st = lock(&self.shared.status);
-        let state = if st.done || st.failed {
-            if st.failed {
-                "failed"
-            } else {
-                "closed"
-            }
+        let state = if st.failed {
+            State::Failed
+        } else if st.done {
+            State::Closed
         } else if st.reason.is_some() {
-            "stopping"
+            State::Stopping
         } else {
-            "running"
+            State::Running
         };
-        let elapsed = st
-            .ended
-            .unwrap_or_else(Instant::now)
-            .duration_since(self.shared.started);
         let branches = self
             .shared
             .branches
@@ -483,18 +373,19 @@ impl<T> FanOut<T> {
                 BranchStats {
                     name: b.name.clone(),
                     state: bs.state,
-                    mode: b.queue.mode(),
-                    capacity: b.queue.capacity(),
-                    counters: b.queue.counters(),
+                    queue: QueueStats {
+                        mode: b.queue.mode(),
+                        capacity: b.queue.capacity(),
+                        counters: b.queue.counters(),
+                    },
                     stop_reason: bs.reason,
                     error: bs.error.clone(),
                 }
             })
             .collect();
-        FanStats {
+        FanOutStats {
             state,
-            started_at_ms: self.shared.started_at_ms,
-            elapsed_ms: elapsed.as_millis() as u64,
+            timing: self.shared.started.timing(st.ended),
             received: self.shared.received.load(Ordering::Relaxed),
             branches,
             stop_reason: st.reason,
@@ -547,13 +438,14 @@ mod tests {
         }
     }
 
-    fn invariants(s: &FanStats) {
+    fn invariants(s: &FanOutStats) {
         for b in &s.branches {
-            let c = &b.counters;
+            let c = &b.queue.counters;
+            let cap = b.queue.capacity as u64;
             assert_eq!(c.offered, c.enqueued + c.dropped + c.cancelled, "{b:?}");
             assert_eq!(c.enqueued, c.delivered + c.abandoned + c.depth, "{b:?}");
-            assert!(c.depth <= b.capacity as u64 && c.max_depth <= b.capacity as u64);
-            if b.mode == QueueMode::Blocking {
+            assert!(c.depth <= cap && c.max_depth <= cap);
+            if b.queue.mode == QueueMode::Blocking {
                 assert_eq!(c.dropped, 0);
             }
         }
@@ -599,7 +491,7 @@ mod tests {
         let s = f.stats();
         assert_eq!(
             (s.state, s.stop_reason, s.received),
-            ("closed", Some(FanStopReason::SourceExhausted), 2000)
+            (State::Closed, Some(FanOutStopReason::SourceExhausted), 2000)
         );
         assert!(s.branches.iter().all(|b| b.state == BranchState::Completed));
         assert!(cancelled.load(Ordering::SeqCst));
@@ -628,7 +520,7 @@ mod tests {
         assert!(slow.windows(2).all(|w| w[0] < w[1]));
         let s = f.stats();
         assert_eq!(
-            s.branches[1].counters.dropped + s.branches[1].counters.delivered,
+            s.branches[1].queue.counters.dropped + s.branches[1].queue.counters.delivered,
             3000
         );
         invariants(&s);
@@ -651,7 +543,7 @@ mod tests {
         f.close_branch(1);
         assert!(f.wait_done(Duration::from_secs(5)));
         let s = f.stats();
-        assert_eq!(s.stop_reason, Some(FanStopReason::NoBranches));
+        assert_eq!(s.stop_reason, Some(FanOutStopReason::NoBranches));
         assert!(s.branches.iter().all(|b| b.state == BranchState::Closed));
         invariants(&s);
     }
@@ -671,7 +563,7 @@ mod tests {
         )
         .unwrap();
         let t0 = Instant::now();
-        while f.stats().branches[1].counters.blocked_events == 0 {
+        while f.stats().branches[1].queue.counters.blocked_events == 0 {
             assert!(t0.elapsed() < Duration::from_secs(5), "never blocked");
             std::thread::sleep(Duration::from_millis(1));
         }
@@ -685,7 +577,11 @@ mod tests {
         let s = f.stats();
         let b = &s.branches[1];
         assert_eq!(b.state, BranchState::Closed);
-        assert_eq!((b.counters.depth, b.counters.cancelled), (0, 1), "{b:?}");
+        assert_eq!(
+            (b.queue.counters.depth, b.queue.counters.cancelled),
+            (0, 1),
+            "{b:?}"
+        );
         assert_eq!(f.pop(1, Duration::ZERO), Pop::Finished);
         invariants(&s);
         f.close(Duration::from_secs(5)).unwrap();
@@ -699,7 +595,7 @@ mod tests {
             if n <= 3 {
                 SourceItem::Item(n)
             } else {
-                SourceItem::Failed("boom".into())
+                SourceItem::Failed(Failure::Source(Error::Capture("boom".into())))
             }
         });
         let f = FanOut::start(
@@ -712,11 +608,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(drain(&f, 0, Duration::ZERO), vec![1, 2, 3]);
-        assert_eq!(f.branch_error(0).unwrap().message, "boom");
+        assert_eq!(f.branch_error(0).unwrap().message(), "boom");
         let s = f.stats();
         assert_eq!(
             (s.state, s.stop_reason),
-            ("failed", Some(FanStopReason::Error))
+            (State::Failed, Some(FanOutStopReason::Error))
         );
         assert_eq!(s.branches[0].stop_reason, Some("source_error"));
     }
@@ -737,11 +633,11 @@ mod tests {
         f.close(Duration::from_secs(5)).unwrap();
         assert!(t0.elapsed() < Duration::from_secs(1));
         let s = f.stats();
-        assert_eq!(s.stop_reason, Some(FanStopReason::Closed));
+        assert_eq!(s.stop_reason, Some(FanOutStopReason::Closed));
         assert!(s
             .branches
             .iter()
-            .all(|b| b.state == BranchState::FanoutClosed && b.counters.depth == 0));
+            .all(|b| b.state == BranchState::FanoutClosed && b.queue.counters.depth == 0));
         invariants(&s);
     }
 }

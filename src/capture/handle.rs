@@ -1,24 +1,23 @@
-//! A libpcap handle: open a device or a file, install a filter, read without blocking, wait
-//! with a bounded timeout, read statistics. The FFI edge of the capture module.
+//! A live libpcap handle: open a device, install a filter, read without blocking, wait with
+//! a bounded timeout, read statistics. The FFI edge of the capture module, and the live
+//! [`PacketSource`].
 //!
-//! The handle is used non-blocking: `try_next` never sleeps, and `wait` polls the
-//! capture descriptor together with a [`Waker`] for at most the given time. On Linux a
-//! blocking `pcap_next_ex` on a quiet interface never returns (the TPACKET_V3 timeout only
-//! runs once a packet arrives), so this is what lets `duration`, `idle_timeout` and stop
-//! requests take effect on an idle device.
+//! The handle is used non-blocking: `fetch` never sleeps, and `wait` polls the capture
+//! descriptor together with a [`Waker`] for at most the given time. On Linux a blocking
+//! `pcap_next_ex` on a quiet interface never returns (the TPACKET_V3 timeout only runs once
+//! a packet arrives), so this is what lets `duration`, `idle_timeout` and stop requests take
+//! effect on an idle device. Without a waker, the wait's timeout alone bounds how late a
+//! stop takes effect.
 
-use std::ffi::{c_char, c_int, c_uchar, c_uint, CStr, CString};
-use std::path::{Path, PathBuf};
+use std::ffi::{c_char, c_int, c_uchar, CStr, CString};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::libpcap::*;
-use crate::source::RawPacket;
+use crate::source::{Fetch, PacketSource, PcapCounters, RawPacket, SourceInfo, Waker};
 
 const ERRBUF_SIZE: usize = 256;
-const TSTAMP_PRECISION_MICRO: c_int = 0;
 const TSTAMP_PRECISION_NANO: c_int = 1;
 const ERROR_NO_SUCH_DEVICE: c_int = -5;
 const ERROR_PERM_DENIED: c_int = -8;
@@ -93,93 +92,14 @@ impl LiveOptions {
     }
 }
 
-/// libpcap's counters from `pcap_stats` (cumulative since the handle opened).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PcapCounters {
-    /// Packets the kernel saw (`ps_recv`); on Linux loopback each datagram counts twice.
-    pub received: u64,
-    /// Packets dropped for lack of buffer space (`ps_drop`).
-    pub dropped: u64,
-    /// Packets dropped by the interface or driver (`ps_ifdrop`).
-    pub interface_dropped: u64,
-}
-
-/// What a non-blocking read found.
-#[derive(Debug)]
-pub enum Next<'a> {
-    /// A packet, borrowed until the next call.
-    Packet(RawPacket<'a>),
-    /// Nothing ready yet (live sources only).
-    Idle,
-    /// The end of a file.
-    End,
-}
-
-/// Wakes a thread blocked in [`Handle::wait`] (an eventfd).
-#[derive(Debug)]
-pub struct Waker {
-    fd: c_int,
-    woken: AtomicBool,
-}
-
-impl Waker {
-    /// A new waker.
-    ///
-    /// # Errors
-    /// The eventfd could not be created.
-    pub fn new() -> Result<Self> {
-        // SAFETY: plain syscall wrapper; the descriptor is owned by the returned Waker.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
-        if fd < 0 {
-            return Err(Error::Capture(format!(
-                "eventfd failed: {}",
-                std::io::Error::last_os_error()
-            )));
-        }
-        Ok(Waker {
-            fd,
-            woken: AtomicBool::new(false),
-        })
-    }
-
-    /// Wake the waiting thread (idempotent; the waker stays signalled).
-    pub fn wake(&self) {
-        if !self.woken.swap(true, Ordering::AcqRel) {
-            let one: u64 = 1;
-            // SAFETY: writes 8 bytes from a live u64 to our own eventfd.
-            unsafe { libc::write(self.fd, (&one as *const u64).cast(), 8) };
-        }
-    }
-
-    /// Whether [`wake`](Self::wake) was called.
-    pub fn is_woken(&self) -> bool {
-        self.woken.load(Ordering::Acquire)
-    }
-}
-
-impl Drop for Waker {
-    fn drop(&mut self) {
-        // SAFETY: the descriptor is ours and closed only here.
-        unsafe { libc::close(self.fd) };
-    }
-}
-
-/// Where a handle reads from.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SourceInfo {
-    /// A live interface.
-    Device(String),
-    /// A capture file (absolute path).
-    Path(PathBuf),
-}
-
-/// An open libpcap handle. Closed exactly once, when dropped.
+/// An open live libpcap handle. Closed exactly once, when dropped.
 pub struct Handle {
     p: NonNull<PcapT>,
     linktype: u32,
+    snaplen: u32,
     nano: bool,
     fd: c_int,
-    info: SourceInfo,
+    device: String,
 }
 
 // SAFETY: a pcap_t may move between threads; Handle is not Sync, so it is used by one
@@ -188,7 +108,7 @@ unsafe impl Send for Handle {}
 
 impl Drop for Handle {
     fn drop(&mut self) {
-        // SAFETY: `p` came from pcap_create/pcap_open_offline and is closed only here.
+        // SAFETY: `p` came from pcap_create and is closed only here.
         unsafe { pcap_close(self.p.as_ptr()) }
     }
 }
@@ -208,7 +128,7 @@ fn cstring(what: &str, s: &str) -> Result<CString> {
 
 /// Names of the devices libpcap can open (for error messages).
 pub fn device_names() -> Vec<String> {
-    pcap::Device::list()
+    super::devices()
         .map(|l| l.into_iter().map(|d| d.name).collect())
         .unwrap_or_default()
 }
@@ -250,9 +170,10 @@ impl Handle {
         let mut handle = Handle {
             p,
             linktype: 0,
+            snaplen: opts.snaplen,
             nano: false,
             fd: -1,
-            info: SourceInfo::Device(device.to_string()),
+            device: device.to_string(),
         };
         let pp = handle.p.as_ptr();
         // SAFETY: `pp` is a valid, not yet activated handle for all of these setters.
@@ -318,50 +239,9 @@ impl Handle {
         Ok(handle)
     }
 
-    /// Open a capture file with libpcap's reader (pcap and pcapng), nanosecond timestamps.
-    ///
-    /// # Errors
-    /// `NotFound`/`PermissionDenied`/`Io` for the path, `Format` when libpcap rejects it.
-    pub fn open_file(path: &Path) -> Result<Handle> {
-        let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-        std::fs::File::open(&abs).map_err(|e| Error::from_io(&abs, e))?;
-        let c = cstring("path", &abs.to_string_lossy())?;
-        let mut errbuf = [0 as c_char; ERRBUF_SIZE];
-        // SAFETY: valid C string and errbuf.
-        let raw = unsafe {
-            pcap_open_offline_with_tstamp_precision(
-                c.as_ptr(),
-                TSTAMP_PRECISION_NANO as c_uint,
-                errbuf.as_mut_ptr(),
-            )
-        };
-        let Some(p) = NonNull::new(raw) else {
-            return Err(Error::Format {
-                path: abs,
-                index: 0,
-                offset: 0,
-                message: errbuf_string(&errbuf),
-            });
-        };
-        // SAFETY: the handle is valid.
-        let (nano, linktype) = unsafe {
-            (
-                pcap_get_tstamp_precision(p.as_ptr()) != TSTAMP_PRECISION_MICRO,
-                pcap_datalink(p.as_ptr()) as u32,
-            )
-        };
-        Ok(Handle {
-            p,
-            linktype,
-            nano,
-            fd: -1,
-            info: SourceInfo::Path(abs),
-        })
-    }
-
-    /// Where this handle reads from.
-    pub fn info(&self) -> &SourceInfo {
-        &self.info
+    /// The device this handle captures on.
+    pub fn device(&self) -> &str {
+        &self.device
     }
 
     /// The link-layer type of every packet.
@@ -369,8 +249,8 @@ impl Handle {
         self.linktype
     }
 
-    /// Compile `expr` and install it. Live devices use their netmask from `pcap_lookupnet`
-    /// (0 when it has none), files use 0.
+    /// Compile `expr` and install it in the kernel, with the device's netmask from
+    /// `pcap_lookupnet` (0 when it has none).
     ///
     /// # Errors
     /// `Filter` with libpcap's message.
@@ -382,16 +262,13 @@ impl Handle {
         let c =
             CString::new(expr).map_err(|_| filter_err("filter contains a NUL character".into()))?;
         let mut netmask: u32 = 0;
-        if let SourceInfo::Device(dev) = &self.info {
-            if let Ok(d) = CString::new(dev.as_str()) {
-                let (mut net, mut mask) = (0u32, 0u32);
-                let mut errbuf = [0 as c_char; ERRBUF_SIZE];
-                // SAFETY: valid C string, out-pointers to live u32s, errbuf of the right size.
-                if unsafe { pcap_lookupnet(d.as_ptr(), &mut net, &mut mask, errbuf.as_mut_ptr()) }
-                    == 0
-                {
-                    netmask = mask;
-                }
+        if let Ok(d) = CString::new(self.device.as_str()) {
+            let (mut net, mut mask) = (0u32, 0u32);
+            let mut errbuf = [0 as c_char; ERRBUF_SIZE];
+            // SAFETY: valid C string, out-pointers to live u32s, errbuf of the right size.
+            if unsafe { pcap_lookupnet(d.as_ptr(), &mut net, &mut mask, errbuf.as_mut_ptr()) } == 0
+            {
+                netmask = mask;
             }
         }
         let mut prog = BpfProgram {
@@ -411,12 +288,12 @@ impl Handle {
         Ok(())
     }
 
-    /// The next packet if one is ready; never blocks on a live device.
+    /// The next packet if one is ready; never blocks.
     ///
     /// # Errors
     /// `Capture` with libpcap's message for a read error (never reported as the end).
     #[inline]
-    pub fn try_next(&mut self) -> Result<Next<'_>> {
+    pub fn try_next(&mut self) -> Result<Fetch<'_>> {
         let mut hdr: *mut PktHdr = std::ptr::null_mut();
         let mut data: *const c_uchar = std::ptr::null();
         // SAFETY: valid handle and out-pointers.
@@ -435,7 +312,7 @@ impl Handle {
                 let ts_ns = sec
                     .saturating_mul(1_000_000_000)
                     .saturating_add(if self.nano { frac } else { frac * 1_000 });
-                Ok(Next::Packet(RawPacket {
+                Ok(Fetch::Packet(RawPacket {
                     ts_ns,
                     caplen: h.caplen,
                     wirelen: h.len,
@@ -443,9 +320,8 @@ impl Handle {
                     data: bytes,
                 }))
             }
-            0 => Ok(Next::Idle),
-            -2 if self.fd < 0 => Ok(Next::End),
-            -2 => Ok(Next::Idle),
+            // 0: nothing ready; -2 (pcap_breakloop) is not used by paclo: treated the same.
+            0 | -2 => Ok(Fetch::Idle),
             _ => Err(Error::Capture(format!(
                 "libpcap read error: {}",
                 self.geterr()
@@ -453,15 +329,11 @@ impl Handle {
         }
     }
 
-    /// Wait until a packet may be ready, `waker` is woken, or `timeout` passes. Returns at
-    /// once for files.
+    /// Wait until a packet may be ready, `waker` is woken, or `timeout` passes.
     ///
     /// # Errors
     /// `Capture` when the descriptor reports an error (the interface went away).
     pub fn wait(&mut self, timeout: Duration, waker: Option<&Waker>) -> Result<()> {
-        if self.fd < 0 {
-            return Ok(());
-        }
         let mut fds = [
             libc::pollfd {
                 fd: self.fd,
@@ -469,7 +341,7 @@ impl Handle {
                 revents: 0,
             },
             libc::pollfd {
-                fd: waker.map_or(-1, |w| w.fd),
+                fd: waker.map_or(-1, |w| w.fd()),
                 events: libc::POLLIN,
                 revents: 0,
             },
@@ -490,11 +362,8 @@ impl Handle {
         Ok(())
     }
 
-    /// Counters from `pcap_stats`; `None` for files or when libpcap cannot provide them.
+    /// Counters from `pcap_stats`; `None` when libpcap cannot provide them.
     pub fn stats(&mut self) -> Option<PcapCounters> {
-        if self.fd < 0 {
-            return None;
-        }
         let mut s = PcapStat {
             ps_recv: 0,
             ps_drop: 0,
@@ -509,6 +378,37 @@ impl Handle {
             dropped: s.ps_drop as u64,
             interface_dropped: s.ps_ifdrop as u64,
         })
+    }
+}
+
+impl PacketSource for Handle {
+    #[inline]
+    fn fetch(&mut self) -> Result<Fetch<'_>> {
+        self.try_next()
+    }
+
+    fn wait(&mut self, timeout: Duration, waker: Option<&Waker>) -> Result<()> {
+        Handle::wait(self, timeout, waker)
+    }
+
+    fn counters(&mut self) -> Option<PcapCounters> {
+        self.stats()
+    }
+
+    fn info(&self) -> SourceInfo {
+        SourceInfo::Device(self.device.clone())
+    }
+
+    fn linktype(&self) -> Option<u32> {
+        Some(self.linktype)
+    }
+
+    fn snaplen(&self) -> u32 {
+        self.snaplen
+    }
+
+    fn install_filter(&mut self, expr: &str) -> Result<()> {
+        self.set_filter(expr)
     }
 }
 
@@ -616,22 +516,5 @@ mod tests {
             .contains("buffer_size"));
         assert!(LiveOptions::default().validate().is_ok());
         assert!(!LiveOptions::default().uses_create_path());
-    }
-
-    #[test]
-    fn missing_file_is_not_found() {
-        let err = Handle::open_file(Path::new("/nonexistent/x.pcap"))
-            .err()
-            .unwrap();
-        assert!(matches!(err, Error::NotFound { .. }), "{err}");
-    }
-
-    #[test]
-    fn waker_is_idempotent() {
-        let w = Waker::new().unwrap();
-        assert!(!w.is_woken());
-        w.wake();
-        w.wake();
-        assert!(w.is_woken());
     }
 }

@@ -1,206 +1,29 @@
-//! Managed capture: a thread reads a source into a bounded queue; one consumer takes the
-//! packets; stop, close and statistics work from any thread.
+//! Managed capture: a thread runs a [`SourceLoop`] into a bounded queue; one consumer takes
+//! the packets; stop, close and statistics work from any thread.
 //!
-//! Lifecycle: the caller opens the source and installs the filter, then [`ManagedCapture::start`]
-//! moves it to a new thread in state `running`. A stop request (any reason; the first one
-//! wins) moves the state to `stopping` and wakes the thread; the thread then reads
-//! `pcap_stats`, closes the handle (exactly once, by dropping it), and ends in `closed`, or
-//! `failed` when an error was recorded. [`ManagedCapture::close`] also clears the queue, so
-//! a producer blocked on a full queue returns at once, and waits at most the given time.
+//! Lifecycle: the caller opens the source and installs the filter (a [`SourceLoop`]), then
+//! [`ManagedCapture::start`] moves it to a new thread in state `running`. A stop request
+//! (any reason; the first one wins) moves the state to `stopping` and wakes the thread; the
+//! thread then reads `pcap_stats`, closes the source (exactly once, by dropping it), and
+//! ends in `closed`, or `failed` when an error was recorded. [`ManagedCapture::close`] also
+//! clears the queue, so a producer blocked on a full queue returns at once, and waits at
+//! most the given time.
 
-use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use super::handle::{Handle, Next, PcapCounters, SourceInfo, Waker};
-use super::queue::{BoundedQueue, Pop, QueueCounters, QueueMode};
+use super::queue::{BoundedQueue, Pop, QueueMode};
 use crate::error::{Error, Result};
-use crate::source::RawPacket;
+use crate::source::{PacketSource, PcapCounters, RawPacket, SourceInfo, SourceLoop, Step, Waker};
+use crate::stats::{Failure, QueueStats, Started, State, Stats, StopReason};
 
-/// Where a capture is in its life.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CaptureState {
-    /// Opened, not yet reading.
-    Starting,
-    /// The capture thread is reading.
-    Running,
-    /// A stop was requested; the thread is finishing.
-    Stopping,
-    /// Ended normally; the handle is closed.
-    Closed,
-    /// Ended with an error; the handle is closed.
-    Failed,
-}
+/// The loop a managed capture runs: any source, boxed.
+pub type BoxedLoop = SourceLoop<Box<dyn PacketSource>>;
 
-impl CaptureState {
-    /// The snake_case name used in statistics.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CaptureState::Starting => "starting",
-            CaptureState::Running => "running",
-            CaptureState::Stopping => "stopping",
-            CaptureState::Closed => "closed",
-            CaptureState::Failed => "failed",
-        }
-    }
-
-    /// Closed or failed.
-    pub fn is_terminal(self) -> bool {
-        matches!(self, CaptureState::Closed | CaptureState::Failed)
-    }
-}
-
-/// Why a capture stopped.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StopReason {
-    /// `stop()` was called.
-    Consumer,
-    /// `close()` was called (or the capture was dropped).
-    Closed,
-    /// The `stop_when` predicate matched.
-    Predicate,
-    /// A reduction returned `Reduced`.
-    Reduced,
-    /// An error ended the capture.
-    Error,
-    /// `limit` packets were captured.
-    MaxPackets,
-    /// `duration` elapsed.
-    MaxTime,
-    /// No packet arrived for `idle_timeout`.
-    IdleTimeout,
-    /// The file ended.
-    Eof,
-}
-
-impl StopReason {
-    /// The snake_case name used in statistics.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StopReason::Consumer => "consumer",
-            StopReason::Closed => "closed",
-            StopReason::Predicate => "predicate",
-            StopReason::Reduced => "reduced",
-            StopReason::Error => "error",
-            StopReason::MaxPackets => "max_packets",
-            StopReason::MaxTime => "max_time",
-            StopReason::IdleTimeout => "idle_timeout",
-            StopReason::Eof => "eof",
-        }
-    }
-}
-
-impl fmt::Display for StopReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// An error as data: the Python exception class it maps to and its message.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ErrorInfo {
-    /// Exception class name (`CaptureError`, `KeyboardInterrupt`, ...).
-    pub class: String,
-    /// The message.
-    pub message: String,
-}
-
-/// The stop conditions counted by the reading loop.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Limits {
-    /// Stop after this many captured packets.
-    pub max_packets: Option<u64>,
-    /// Stop after this much wall-clock time.
-    pub max_time: Option<Duration>,
-    /// Stop after this long without a packet.
-    pub idle_timeout: Option<Duration>,
-}
-
-/// Decides `max_packets`, `max_time` and `idle_timeout` for a reading loop. The clock is
-/// read per packet only when `max_time` is set; idleness is measured from the first empty
-/// read after the last packet.
-#[derive(Debug)]
-pub struct StopClock {
-    limits: Limits,
-    started: Instant,
-    count: u64,
-    idle_since: Option<Instant>,
-}
-
-impl StopClock {
-    /// A clock for `limits` started at `started`.
-    pub fn new(limits: Limits, started: Instant) -> Self {
-        StopClock {
-            limits,
-            started,
-            count: 0,
-            idle_since: None,
-        }
-    }
-
-    /// Packets counted so far.
-    pub fn count(&self) -> u64 {
-        self.count
-    }
-
-    /// Count one packet; the reason to stop now, if any.
-    #[inline]
-    pub fn on_packet(&mut self) -> Option<StopReason> {
-        self.count += 1;
-        self.idle_since = None;
-        if self.limits.max_packets.is_some_and(|m| self.count >= m) {
-            return Some(StopReason::MaxPackets);
-        }
-        if let Some(t) = self.limits.max_time {
-            if self.started.elapsed() >= t {
-                return Some(StopReason::MaxTime);
-            }
-        }
-        None
-    }
-
-    /// An empty read at `now`; the reason to stop, if any.
-    pub fn on_idle(&mut self, now: Instant) -> Option<StopReason> {
-        if self
-            .limits
-            .max_time
-            .is_some_and(|t| now.duration_since(self.started) >= t)
-        {
-            return Some(StopReason::MaxTime);
-        }
-        let since = *self.idle_since.get_or_insert(now);
-        if self
-            .limits
-            .idle_timeout
-            .is_some_and(|t| now.duration_since(since) >= t)
-        {
-            return Some(StopReason::IdleTimeout);
-        }
-        None
-    }
-
-    /// How long to wait for packets: `slice`, shortened to the next deadline. A deadline
-    /// beyond the clock's range is never reached.
-    pub fn wait_budget(&self, now: Instant, slice: Duration) -> Duration {
-        let until = |from: Instant, t: Duration| {
-            from.checked_add(t)
-                .map_or(slice, |d| d.saturating_duration_since(now))
-        };
-        let mut budget = slice;
-        if let Some(t) = self.limits.max_time {
-            budget = budget.min(until(self.started, t));
-        }
-        if let (Some(t), Some(since)) = (self.limits.idle_timeout, self.idle_since) {
-            budget = budget.min(until(since, t));
-        }
-        budget.max(Duration::from_millis(1))
-    }
-}
-
-/// A packet copied out of libpcap's buffer, owned by the queue. Buffers are reused.
+/// A packet copied out of the source's buffer, owned by the queue. Buffers are reused.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OwnedPacket {
     /// Capture time, ns since the epoch.
@@ -240,49 +63,15 @@ impl OwnedPacket {
     }
 }
 
-/// What the capture thread reads: a libpcap handle, or a fake in tests.
-pub trait CaptureSource: Send {
-    /// The next packet if one is ready (never blocks for long).
-    ///
-    /// # Errors
-    /// A read error; it ends the capture in state `failed`.
-    fn try_next(&mut self) -> Result<Next<'_>>;
-
-    /// Wait up to `timeout` for packets or for `waker`.
-    ///
-    /// # Errors
-    /// A wait error; it ends the capture in state `failed`.
-    fn wait(&mut self, timeout: Duration, waker: Option<&Waker>) -> Result<()>;
-
-    /// Final libpcap counters (`None` when unavailable).
-    fn stats(&mut self) -> Option<PcapCounters>;
-}
-
-impl CaptureSource for Handle {
-    fn try_next(&mut self) -> Result<Next<'_>> {
-        Handle::try_next(self)
-    }
-
-    fn wait(&mut self, timeout: Duration, waker: Option<&Waker>) -> Result<()> {
-        Handle::wait(self, timeout, waker)
-    }
-
-    fn stats(&mut self) -> Option<PcapCounters> {
-        Handle::stats(self)
-    }
-}
-
-/// How a managed capture runs.
+/// How a managed capture runs (the stop conditions belong to its [`SourceLoop`]).
 #[derive(Clone, Debug)]
 pub struct ManagedConfig {
     /// Queue capacity (>= 1).
     pub queue_cap: usize,
     /// Queue policy.
     pub queue_mode: QueueMode,
-    /// Stop conditions checked by the capture thread.
-    pub limits: Limits,
-    /// Longest single wait for packets: bounds how late `duration`/`idle_timeout` fire
-    /// when no waker is available.
+    /// Longest single wait for packets: bounds how late `duration`/`idle_timeout` fire,
+    /// and a stop takes effect, when no waker is available.
     pub wait_slice: Duration,
 }
 
@@ -291,52 +80,21 @@ impl Default for ManagedConfig {
         ManagedConfig {
             queue_cap: 1024,
             queue_mode: QueueMode::Blocking,
-            limits: Limits::default(),
             wait_slice: Duration::from_millis(25),
         }
     }
 }
 
-/// A statistics snapshot (schema version 1).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CaptureStats {
-    /// Lifecycle state.
-    pub state: CaptureState,
-    /// Where packets come from.
-    pub source: SourceInfo,
-    /// Start time, ms since the epoch.
-    pub started_at_ms: u64,
-    /// Time since start, frozen at the end.
-    pub elapsed_ms: u64,
-    /// Packets read from the source.
-    pub captured: u64,
-    /// Packets taken from the queue by the consumer.
-    pub delivered: u64,
-    /// Packets converted for the consumer.
-    pub processed: u64,
-    /// Processed packets that carried a decode error (`None` when not observed).
-    pub decode_errors: Option<u64>,
-    /// Queue policy and counters.
-    pub queue_mode: QueueMode,
-    /// Queue capacity.
-    pub queue_capacity: usize,
-    /// Queue counters.
-    pub queue: QueueCounters,
-    /// Final libpcap counters (live only, set at the end).
-    pub pcap: Option<PcapCounters>,
-    /// Why it stopped (`None` while running).
-    pub stop_reason: Option<StopReason>,
-    /// The error that ended it.
-    pub error: Option<ErrorInfo>,
-}
-
 struct Status {
-    state: CaptureState,
+    state: State,
     stop_reason: Option<StopReason>,
-    error: Option<ErrorInfo>,
+    error: Option<Failure>,
     pcap: Option<PcapCounters>,
     ended: Option<Instant>,
     done: bool,
+    truncated: bool,
+    /// The truncation not yet reported to the consumer.
+    truncation: Option<Error>,
 }
 
 /// A value alone on its cache line(s).
@@ -348,16 +106,16 @@ struct Shared {
     status: Mutex<Status>,
     done_cv: Condvar,
     stop: AtomicBool,
-    waker: Option<Waker>,
+    waker: Option<Arc<Waker>>,
     // Written by the capture thread (per batch) and by the consumer (per packet): kept on
     // separate cache lines so the two threads do not contend for one line.
     captured: Padded<AtomicU64>,
+    bytes: AtomicU64,
     processed: Padded<AtomicU64>,
     decode_errors: AtomicU64,
     decode_observed: AtomicBool,
     info: SourceInfo,
-    started: Instant,
-    started_at_ms: u64,
+    started: Started,
 }
 
 impl Shared {
@@ -372,8 +130,8 @@ impl Shared {
                 false
             } else {
                 st.stop_reason = Some(reason);
-                if st.state == CaptureState::Running {
-                    st.state = CaptureState::Stopping;
+                if st.state == State::Running {
+                    st.state = State::Stopping;
                 }
                 true
             }
@@ -386,16 +144,8 @@ impl Shared {
         first
     }
 
-    fn record_error(&self, class: &str, message: String) {
-        {
-            let mut st = self.status();
-            if st.error.is_none() {
-                st.error = Some(ErrorInfo {
-                    class: class.to_string(),
-                    message,
-                });
-            }
-        }
+    fn record_error(&self, failure: Failure) {
+        self.status().error.get_or_insert(failure);
         // An earlier stop request keeps its reason; otherwise the reason is `error`.
         if !self.request_stop(StopReason::Error) {
             let mut st = self.status();
@@ -410,9 +160,9 @@ impl Shared {
         st.pcap = pcap;
         st.ended = Some(Instant::now());
         st.state = if st.error.is_some() {
-            CaptureState::Failed
+            State::Failed
         } else {
-            CaptureState::Closed
+            State::Closed
         };
         st.done = true;
         drop(st);
@@ -432,11 +182,13 @@ struct Producer<'a> {
 }
 
 impl Producer<'_> {
-    /// Offer the batch; `captured` is published first, so it never trails the queue counters.
-    fn hand_over(&mut self, captured: u64) {
+    /// Offer the batch; `captured` (and `bytes`) are published first, so they never trail
+    /// the queue counters.
+    fn hand_over(&mut self, captured: u64, bytes: u64) {
         if self.batch.is_empty() {
             return;
         }
+        self.shared.bytes.store(bytes, Ordering::Relaxed);
         self.shared.captured.0.store(captured, Ordering::Release);
         let stop = &self.shared.stop;
         let abort = || stop.load(Ordering::Acquire);
@@ -447,13 +199,9 @@ impl Producer<'_> {
     }
 }
 
-fn produce(
-    shared: &Shared,
-    src: &mut dyn CaptureSource,
-    limits: Limits,
-    slice: Duration,
-) -> Result<()> {
-    let mut clock = StopClock::new(limits, shared.started);
+/// The managed producer: run `lp` into the queue until it ends, fails or a stop is
+/// requested; record how it ended.
+fn produce(shared: &Shared, lp: &mut BoxedLoop) {
     let mut prod = Producer {
         shared,
         batch: Vec::with_capacity(PRODUCER_BATCH),
@@ -463,66 +211,64 @@ fn produce(
         if shared.stop.load(Ordering::Acquire) {
             break Ok(());
         }
-        match src.try_next() {
+        match lp.step() {
             Err(e) => break Err(e),
-            Ok(Next::Packet(p)) => {
+            Ok(Step::Packet(p)) => {
                 let mut item = prod.spare.pop().unwrap_or_default();
                 item.fill(&p);
                 prod.batch.push(item);
-                let reason = clock.on_packet();
                 if prod.batch.len() >= PRODUCER_BATCH {
-                    prod.hand_over(clock.count());
-                }
-                if let Some(reason) = reason {
-                    prod.hand_over(clock.count());
-                    shared.request_stop(reason);
-                    break Ok(());
+                    prod.hand_over(lp.packets(), lp.bytes());
                 }
             }
-            Ok(Next::Idle) => {
-                prod.hand_over(clock.count());
-                let now = Instant::now();
-                if let Some(reason) = clock.on_idle(now) {
-                    shared.request_stop(reason);
-                    break Ok(());
-                }
+            Ok(Step::Pending) => {
+                // Nothing ready: offer what was read, then the next step waits.
+                prod.hand_over(lp.packets(), lp.bytes());
                 shared.queue.flush();
-                if let Err(e) = src.wait(clock.wait_budget(now, slice), shared.waker.as_ref()) {
-                    break Err(e);
-                }
             }
-            Ok(Next::End) => {
-                prod.hand_over(clock.count());
-                shared.request_stop(StopReason::Eof);
-                break Ok(());
-            }
+            Ok(Step::End) => break Ok(()),
         }
     };
     // Packets read before a stop or an error are offered (and delivered) first; after a
     // stop, a blocking queue that is full cancels them instead of waiting.
-    prod.hand_over(clock.count());
-    shared.captured.0.store(clock.count(), Ordering::Release);
-    outcome
+    prod.hand_over(lp.packets(), lp.bytes());
+    shared.bytes.store(lp.bytes(), Ordering::Relaxed);
+    shared.captured.0.store(lp.packets(), Ordering::Release);
+    if let Some(t) = lp.take_truncation() {
+        let mut st = shared.status();
+        st.truncated = true;
+        st.truncation = Some(t);
+    }
+    match outcome {
+        Ok(()) => {
+            if let Some(reason) = lp.stop_reason() {
+                shared.request_stop(reason);
+            }
+        }
+        Err(e) => {
+            if let Error::Truncated { .. } = e {
+                shared.status().truncated = true;
+            }
+            shared.record_error(Failure::Source(e));
+        }
+    }
 }
 
-fn run(shared: Arc<Shared>, mut src: Box<dyn CaptureSource>, limits: Limits, slice: Duration) {
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
-        produce(&shared, src.as_mut(), limits, slice)
-    }));
-    match outcome {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => shared.record_error("CaptureError", e.to_string()),
-        Err(_) => shared.record_error("CaptureError", "the capture thread panicked".to_string()),
+fn run(shared: Arc<Shared>, mut lp: BoxedLoop) {
+    if catch_unwind(AssertUnwindSafe(|| produce(&shared, &mut lp))).is_err() {
+        shared.record_error(Failure::Source(Error::Capture(
+            "the capture thread panicked".to_string(),
+        )));
     }
-    let pcap = catch_unwind(AssertUnwindSafe(|| src.stats()))
+    // Closing the loop reads the kernel's counters and closes the source: exactly once, on
+    // this thread.
+    let pcap = catch_unwind(AssertUnwindSafe(move || lp.close()))
         .ok()
-        .flatten();
-    // Dropping the source closes the libpcap handle: exactly once, on this thread.
-    let _ = catch_unwind(AssertUnwindSafe(move || drop(src)));
+        .and_then(|s| s.pcap);
     shared.finish(pcap);
 }
 
-/// A running (or finished) managed capture. Dropping it stops the thread and closes the handle.
+/// A running (or finished) managed capture. Dropping it stops the thread and closes the source.
 pub struct ManagedCapture {
     shared: Arc<Shared>,
     thread: Mutex<Option<JoinHandle<()>>>,
@@ -531,27 +277,21 @@ pub struct ManagedCapture {
 /// How long `close` waits for the capture thread by default.
 pub const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 
-fn epoch_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
 impl ManagedCapture {
-    /// Start reading `source` on a new thread.
+    /// Start running `lp` on a new thread. Its stop conditions count from now. A live
+    /// source gets a [`Waker`], so a stop ends a wait at once; where none can be made, the
+    /// wait slice bounds the delay.
     ///
     /// # Errors
-    /// `Capture` when the thread or the waker cannot be created.
-    pub fn start(
-        source: Box<dyn CaptureSource>,
-        info: SourceInfo,
-        config: ManagedConfig,
-    ) -> Result<Self> {
+    /// `Capture` when the thread cannot be created.
+    pub fn start(mut lp: BoxedLoop, config: ManagedConfig) -> Result<Self> {
+        let info = lp.info().clone();
         let waker = match info {
-            SourceInfo::Device(_) => Some(Waker::new()?),
+            SourceInfo::Device(_) => Waker::new().ok().map(Arc::new),
             SourceInfo::Path(_) => None,
         };
+        lp.restart_clock();
+        let lp = lp.waker(waker.clone()).wait_slice(config.wait_slice);
         let shared = Arc::new(Shared {
             queue: BoundedQueue::new(
                 config.queue_cap,
@@ -559,29 +299,31 @@ impl ManagedCapture {
                 config.queue_cap.min(64) + 2,
             ),
             status: Mutex::new(Status {
-                state: CaptureState::Running,
+                state: State::Running,
                 stop_reason: None,
                 error: None,
                 pcap: None,
                 ended: None,
                 done: false,
+                truncated: false,
+                truncation: None,
             }),
             done_cv: Condvar::new(),
             stop: AtomicBool::new(false),
             waker,
             captured: Padded(AtomicU64::new(0)),
+            bytes: AtomicU64::new(0),
             processed: Padded(AtomicU64::new(0)),
             decode_errors: AtomicU64::new(0),
             decode_observed: AtomicBool::new(true),
             info,
-            started: Instant::now(),
-            started_at_ms: epoch_ms(),
+            started: Started::now(),
         });
         let thread = {
             let shared = shared.clone();
             std::thread::Builder::new()
                 .name("paclo-capture".into())
-                .spawn(move || run(shared, source, config.limits, config.wait_slice))
+                .spawn(move || run(shared, lp))
                 .map_err(|e| Error::Capture(format!("cannot start the capture thread: {e}")))?
         };
         Ok(ManagedCapture {
@@ -597,8 +339,8 @@ impl ManagedCapture {
     }
 
     /// Record an error seen by the consumer (for example a failing `stop_when`) and stop.
-    pub fn fail(&self, class: &str, message: String) {
-        self.shared.record_error(class, message);
+    pub fn fail(&self, failure: Failure) {
+        self.shared.record_error(failure);
     }
 
     /// Take the next packet, waiting up to `timeout`; `recycle` returns a buffer for reuse.
@@ -647,7 +389,7 @@ impl ManagedCapture {
         true
     }
 
-    /// Whether the capture thread has finished (the handle is closed).
+    /// Whether the capture thread has finished (the source is closed).
     pub fn is_done(&self) -> bool {
         self.shared.status().done
     }
@@ -664,23 +406,18 @@ impl ManagedCapture {
             self.clear_queue();
             return Ok(());
         }
-        let message = format!(
+        let err = Error::Capture(format!(
             "the capture thread did not stop within {} ms",
             timeout.as_millis()
-        );
+        ));
         let mut st = self.shared.status();
-        st.state = CaptureState::Failed;
-        if st.error.is_none() {
-            st.error = Some(ErrorInfo {
-                class: "CaptureError".into(),
-                message: message.clone(),
-            });
-        }
-        Err(Error::Capture(message))
+        st.state = State::Failed;
+        st.error.get_or_insert(Failure::Source(err.clone()));
+        Err(err)
     }
 
     /// The current state.
-    pub fn state(&self) -> CaptureState {
+    pub fn state(&self) -> State {
         self.shared.status().state
     }
 
@@ -690,37 +427,40 @@ impl ManagedCapture {
     }
 
     /// The recorded error, if any.
-    pub fn error(&self) -> Option<ErrorInfo> {
+    pub fn error(&self) -> Option<Failure> {
         self.shared.status().error.clone()
     }
 
+    /// The truncation that ended a file, once (the consumer reports it as a warning).
+    pub fn take_truncation(&self) -> Option<Error> {
+        self.shared.status().truncation.take()
+    }
+
     /// A statistics snapshot.
-    pub fn stats(&self) -> CaptureStats {
+    pub fn stats(&self) -> Stats {
         let st = self.shared.status();
-        let queue = self.shared.queue.counters();
-        let elapsed = st
-            .ended
-            .unwrap_or_else(Instant::now)
-            .duration_since(self.shared.started);
-        CaptureStats {
+        let counters = self.shared.queue.counters();
+        Stats {
             state: st.state,
             source: self.shared.info.clone(),
-            started_at_ms: self.shared.started_at_ms,
-            elapsed_ms: elapsed.as_millis() as u64,
+            timing: self.shared.started.timing(st.ended),
             captured: self.shared.captured.0.load(Ordering::Acquire),
-            delivered: queue.delivered,
             processed: self.shared.processed.0.load(Ordering::Relaxed),
             decode_errors: self
                 .shared
                 .decode_observed
                 .load(Ordering::Relaxed)
                 .then(|| self.shared.decode_errors.load(Ordering::Relaxed)),
-            queue_mode: self.shared.queue.mode(),
-            queue_capacity: self.shared.queue.capacity(),
-            queue,
+            bytes: self.shared.bytes.load(Ordering::Relaxed),
+            queue: Some(QueueStats {
+                mode: self.shared.queue.mode(),
+                capacity: self.shared.queue.capacity(),
+                counters,
+            }),
             pcap: st.pcap,
             stop_reason: st.stop_reason,
             error: st.error.clone(),
+            truncated: st.truncated,
         }
     }
 }
@@ -743,7 +483,7 @@ impl QueueReader {
     }
 
     /// The error that ended the capture, if any.
-    pub fn error(&self) -> Option<ErrorInfo> {
+    pub fn error(&self) -> Option<Failure> {
         self.shared.status().error.clone()
     }
 
@@ -771,66 +511,12 @@ impl Drop for ManagedCapture {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::VecDeque;
+    use crate::source::testing::{Script, Scripted as Step};
+    use crate::source::{Fetch, Limits};
 
-    /// A fake source: a script of packets, idles, errors and an optional end.
-    struct Script {
-        steps: VecDeque<Step>,
-        buf: Vec<u8>,
-        then: Step,
-        stats: Option<PcapCounters>,
-    }
-
-    #[derive(Clone, Copy, Debug)]
-    enum Step {
-        Packet(u8),
-        Idle,
-        End,
-        Fail,
-    }
-
-    impl Script {
-        fn new(steps: impl IntoIterator<Item = Step>, then: Step) -> Box<Self> {
-            Box::new(Script {
-                steps: steps.into_iter().collect(),
-                buf: vec![0; 4],
-                then,
-                stats: None,
-            })
-        }
-    }
-
-    impl CaptureSource for Script {
-        fn try_next(&mut self) -> Result<Next<'_>> {
-            match self.steps.pop_front().unwrap_or(self.then) {
-                Step::Packet(b) => {
-                    self.buf = vec![b; 4];
-                    Ok(Next::Packet(RawPacket {
-                        ts_ns: b as i64,
-                        caplen: 4,
-                        wirelen: 4,
-                        linktype: 1,
-                        data: &self.buf,
-                    }))
-                }
-                Step::Idle => Ok(Next::Idle),
-                Step::End => Ok(Next::End),
-                Step::Fail => Err(Error::Capture("libpcap read error: boom".into())),
-            }
-        }
-
-        fn wait(&mut self, timeout: Duration, _waker: Option<&Waker>) -> Result<()> {
-            std::thread::sleep(timeout.min(Duration::from_millis(2)));
-            Ok(())
-        }
-
-        fn stats(&mut self) -> Option<PcapCounters> {
-            self.stats
-        }
-    }
-
-    fn file() -> SourceInfo {
-        SourceInfo::Path("/x.pcap".into())
+    fn start(script: Box<Script>, limits: Limits, config: ManagedConfig) -> ManagedCapture {
+        let lp = SourceLoop::new(script as Box<dyn PacketSource>, None, limits).unwrap();
+        ManagedCapture::start(lp, config).unwrap()
     }
 
     fn drain(c: &ManagedCapture) -> Vec<u8> {
@@ -847,99 +533,75 @@ mod tests {
         }
     }
 
-    #[test]
-    fn stop_clock_decides_limits_and_bounds_waits() {
-        let t0 = Instant::now();
-        let limits = Limits {
-            max_packets: Some(3),
-            max_time: Some(Duration::from_secs(10)),
-            idle_timeout: Some(Duration::from_millis(100)),
-        };
-        let mut c = StopClock::new(limits, t0);
-        assert_eq!(c.on_packet(), None);
-        assert_eq!(c.on_packet(), None);
-        assert_eq!(c.on_packet(), Some(StopReason::MaxPackets));
-        let mut c = StopClock::new(limits, t0);
-        assert_eq!(c.on_idle(t0), None);
-        // Idle since t0: the wait is cut to the idle deadline.
-        assert_eq!(
-            c.wait_budget(t0 + Duration::from_millis(60), Duration::from_secs(1)),
-            Duration::from_millis(40)
-        );
-        assert_eq!(
-            c.on_idle(t0 + Duration::from_millis(100)),
-            Some(StopReason::IdleTimeout)
-        );
-        // A packet resets idleness.
-        c.on_packet();
-        assert_eq!(c.on_idle(t0 + Duration::from_millis(150)), None);
-        assert_eq!(
-            c.on_idle(t0 + Duration::from_secs(10)),
-            Some(StopReason::MaxTime)
-        );
-        assert_eq!(
-            c.wait_budget(t0 + Duration::from_secs(20), Duration::from_millis(25)),
-            Duration::from_millis(1)
-        );
-    }
-
-    #[test]
-    fn stop_clock_takes_limits_beyond_the_clock_range() {
-        let t0 = Instant::now();
-        let limits = Limits {
-            max_packets: None,
-            max_time: Some(Duration::MAX),
-            idle_timeout: Some(Duration::MAX),
-        };
-        let mut c = StopClock::new(limits, t0);
-        assert_eq!(c.on_idle(t0), None);
-        assert_eq!(c.on_packet(), None);
-        assert_eq!(c.on_idle(t0 + Duration::from_secs(1)), None);
-        let slice = Duration::from_millis(25);
-        assert_eq!(c.wait_budget(t0 + Duration::from_secs(1), slice), slice);
+    fn queue(s: &Stats) -> crate::capture::QueueCounters {
+        s.queue.expect("a managed capture has a queue").counters
     }
 
     #[test]
     fn eof_delivers_everything_in_order() {
-        let c = ManagedCapture::start(
-            Script::new((0..50).map(Step::Packet), Step::End),
-            file(),
-            ManagedConfig {
-                queue_cap: 4,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        let config = ManagedConfig {
+            queue_cap: 4,
+            ..Default::default()
+        };
+        let c = start(
+            Script::file((0..50).map(Step::Packet), Step::End),
+            Limits::default(),
+            config,
+        );
         assert_eq!(drain(&c), (0..50).collect::<Vec<_>>());
         let s = c.stats();
         assert_eq!(
             (s.state, s.stop_reason),
-            (CaptureState::Closed, Some(StopReason::Eof))
+            (State::Closed, Some(StopReason::Eof))
         );
+        let q = queue(&s);
         assert_eq!(
-            (s.captured, s.delivered, s.processed, s.queue.enqueued),
-            (50, 50, 50, 50)
+            (s.captured, q.delivered, s.processed, q.enqueued, s.bytes),
+            (50, 50, 50, 50, 200)
         );
-        assert!(s.queue.blocked_events > 0);
-        assert_eq!(s.pcap, None);
+        assert!(q.blocked_events > 0);
+        assert_eq!((s.pcap, s.truncated), (None, false));
+        assert_eq!(s.source, SourceInfo::Path("/x.pcap".into()));
     }
 
     #[test]
     fn read_error_fails_and_is_not_eof() {
         let steps = [Step::Packet(1), Step::Packet(2), Step::Fail];
-        let c = ManagedCapture::start(
+        let c = start(
             Script::new(steps, Step::End),
-            file(),
+            Limits::default(),
             ManagedConfig::default(),
-        )
-        .unwrap();
+        );
         assert_eq!(drain(&c), vec![1, 2]);
         let s = c.stats();
         assert_eq!(
             (s.state, s.stop_reason),
-            (CaptureState::Failed, Some(StopReason::Error))
+            (State::Failed, Some(StopReason::Error))
         );
-        assert!(s.error.unwrap().message.contains("boom"));
+        let err = s.error.unwrap();
+        assert!(matches!(err, Failure::Source(Error::Capture(_))), "{err:?}");
+        assert!(err.message().contains("boom"));
+    }
+
+    #[test]
+    fn a_cut_last_record_ends_the_capture_as_eof_with_a_truncation() {
+        let steps = [Step::Packet(1), Step::Packet(2), Step::Truncated];
+        let c = start(
+            Script::file(steps, Step::End),
+            Limits::default(),
+            ManagedConfig::default(),
+        );
+        assert_eq!(drain(&c), vec![1, 2]);
+        let s = c.stats();
+        assert_eq!(
+            (s.state, s.stop_reason, s.truncated, s.error.is_none()),
+            (State::Closed, Some(StopReason::Eof), true, true)
+        );
+        assert!(matches!(
+            c.take_truncation(),
+            Some(Error::Truncated { index: 3, .. })
+        ));
+        assert!(c.take_truncation().is_none(), "reported once");
     }
 
     #[test]
@@ -948,15 +610,11 @@ mod tests {
             max_packets: Some(7),
             ..Default::default()
         };
-        let c = ManagedCapture::start(
+        let c = start(
             Script::new([], Step::Packet(9)),
-            file(),
-            ManagedConfig {
-                limits,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+            limits,
+            ManagedConfig::default(),
+        );
         assert_eq!(drain(&c).len(), 7);
         assert_eq!(c.stop_reason(), Some(StopReason::MaxPackets));
 
@@ -965,15 +623,11 @@ mod tests {
             ..Default::default()
         };
         let t0 = Instant::now();
-        let c = ManagedCapture::start(
+        let c = start(
             Script::new([], Step::Idle),
-            file(),
-            ManagedConfig {
-                limits,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+            limits,
+            ManagedConfig::default(),
+        );
         drain(&c);
         assert_eq!(c.stop_reason(), Some(StopReason::MaxTime));
         assert!(t0.elapsed() >= Duration::from_millis(30));
@@ -983,34 +637,29 @@ mod tests {
             ..Default::default()
         };
         let steps = [Step::Packet(1), Step::Idle, Step::Packet(2)];
-        let c = ManagedCapture::start(
+        let c = start(
             Script::new(steps, Step::Idle),
-            file(),
-            ManagedConfig {
-                limits,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+            limits,
+            ManagedConfig::default(),
+        );
         assert_eq!(drain(&c), vec![1, 2]);
         assert_eq!(c.stop_reason(), Some(StopReason::IdleTimeout));
     }
 
     #[test]
     fn stop_is_idempotent_and_first_reason_wins() {
-        let c = ManagedCapture::start(
+        let c = start(
             Script::new([], Step::Idle),
-            file(),
+            Limits::default(),
             ManagedConfig::default(),
-        )
-        .unwrap();
+        );
         assert!(c.request_stop(StopReason::Consumer));
         assert!(!c.request_stop(StopReason::Predicate));
         assert!(c.wait_done(Duration::from_secs(5)));
         let s = c.stats();
         assert_eq!(
             (s.state, s.stop_reason),
-            (CaptureState::Closed, Some(StopReason::Consumer))
+            (State::Closed, Some(StopReason::Consumer))
         );
         assert!(!c.request_stop(StopReason::Closed));
         c.close(CLOSE_TIMEOUT).unwrap();
@@ -1019,50 +668,63 @@ mod tests {
 
     #[test]
     fn close_unblocks_a_producer_on_a_full_queue() {
-        let c = ManagedCapture::start(
-            Script::new([], Step::Packet(1)),
-            file(),
-            ManagedConfig {
-                queue_cap: 2,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        let config = ManagedConfig {
+            queue_cap: 2,
+            ..Default::default()
+        };
+        let c = start(Script::new([], Step::Packet(1)), Limits::default(), config);
         std::thread::sleep(Duration::from_millis(50));
-        assert_eq!(c.state(), CaptureState::Running);
+        assert_eq!(c.state(), State::Running);
         let t0 = Instant::now();
         c.close(CLOSE_TIMEOUT).unwrap();
         assert!(t0.elapsed() < Duration::from_secs(1));
         let s = c.stats();
         assert_eq!(
             (s.state, s.stop_reason),
-            (CaptureState::Closed, Some(StopReason::Closed))
+            (State::Closed, Some(StopReason::Closed))
         );
-        assert_eq!(s.queue.depth, 0);
-        assert_eq!(s.queue.enqueued, s.queue.delivered + s.queue.abandoned);
-        assert_eq!(
-            s.captured,
-            s.queue.enqueued + s.queue.dropped + s.queue.cancelled
-        );
+        let q = queue(&s);
+        assert_eq!(q.depth, 0);
+        assert_eq!(q.enqueued, q.delivered + q.abandoned);
+        assert_eq!(s.captured, q.enqueued + q.dropped + q.cancelled);
     }
 
     #[test]
     fn dropping_counts_are_exact() {
-        let c = ManagedCapture::start(
+        let config = ManagedConfig {
+            queue_cap: 3,
+            queue_mode: QueueMode::Dropping,
+            ..Default::default()
+        };
+        let c = start(
             Script::new((0..200).map(|i| Step::Packet(i as u8)), Step::End),
-            file(),
-            ManagedConfig {
-                queue_cap: 3,
-                queue_mode: QueueMode::Dropping,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+            Limits::default(),
+            config,
+        );
         assert!(c.wait_done(Duration::from_secs(5)));
         let got = drain(&c);
         let s = c.stats();
-        assert_eq!(got.len() as u64 + s.queue.dropped, 200);
-        assert_eq!(s.queue.enqueued, 3);
+        assert_eq!(got.len() as u64 + queue(&s).dropped, 200);
+        assert_eq!(queue(&s).enqueued, 3);
+    }
+
+    /// A stop wakes a producer waiting on an idle device at once, well before its wait
+    /// slice ends.
+    #[test]
+    fn a_stop_wakes_the_waiting_producer() {
+        let mut script = Script::new([], Step::Idle);
+        script.poll_waker = true;
+        let lp = SourceLoop::new(script as Box<dyn PacketSource>, None, Limits::default()).unwrap();
+        let config = ManagedConfig {
+            wait_slice: Duration::from_secs(30),
+            ..Default::default()
+        };
+        let c = ManagedCapture::start(lp, config).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        let t0 = Instant::now();
+        c.request_stop(StopReason::Consumer);
+        assert!(c.wait_done(Duration::from_secs(5)));
+        assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
     }
 
     #[test]
@@ -1071,54 +733,58 @@ mod tests {
         // with the packet count.
         fn allocs_for(n: usize) -> u64 {
             struct Counting {
-                inner: Box<Script>,
+                left: usize,
+                buf: Vec<u8>,
                 allocs: Arc<AtomicU64>,
                 start: Option<crate::alloc::AllocCounts>,
             }
-            impl CaptureSource for Counting {
-                fn try_next(&mut self) -> Result<Next<'_>> {
+            impl PacketSource for Counting {
+                fn fetch(&mut self) -> Result<Fetch<'_>> {
                     if self.start.is_none() {
                         self.start = Some(crate::alloc::thread_counts());
                     }
-                    let step = self.inner.steps.pop_front().unwrap_or(Step::End);
-                    if let Step::End = step {
+                    if self.left == 0 {
                         let now = crate::alloc::thread_counts();
                         self.allocs
                             .store(now.since(self.start.unwrap()).allocs, Ordering::SeqCst);
-                        return Ok(Next::End);
+                        return Ok(Fetch::End);
                     }
-                    Ok(Next::Packet(RawPacket {
+                    self.left -= 1;
+                    Ok(Fetch::Packet(RawPacket {
                         ts_ns: 0,
                         caplen: 64,
                         wirelen: 64,
                         linktype: 1,
-                        data: &self.inner.buf,
+                        data: &self.buf,
                     }))
                 }
-                fn wait(&mut self, _: Duration, _: Option<&Waker>) -> Result<()> {
-                    Ok(())
+                fn info(&self) -> SourceInfo {
+                    SourceInfo::Path("/x.pcap".into())
                 }
-                fn stats(&mut self) -> Option<PcapCounters> {
-                    None
+                fn linktype(&self) -> Option<u32> {
+                    Some(1)
+                }
+                fn snaplen(&self) -> u32 {
+                    65535
+                }
+                fn install_filter(&mut self, _expr: &str) -> Result<()> {
+                    Ok(())
                 }
             }
             let allocs = Arc::new(AtomicU64::new(0));
-            let mut script = Script::new((0..n).map(|_| Step::Packet(0)), Step::End);
-            script.buf = vec![7; 64];
             let src = Box::new(Counting {
-                inner: script,
+                left: n,
+                buf: vec![7; 64],
                 allocs: allocs.clone(),
                 start: None,
             });
-            let c = ManagedCapture::start(
-                src,
-                file(),
-                ManagedConfig {
-                    queue_cap: 8,
-                    ..Default::default()
-                },
-            )
-            .unwrap();
+            let lp =
+                SourceLoop::new(src as Box<dyn PacketSource>, None, Limits::default()).unwrap();
+            let config = ManagedConfig {
+                queue_cap: 8,
+                ..Default::default()
+            };
+            let c = ManagedCapture::start(lp, config).unwrap();
             let mut recycle = None;
             loop {
                 match c.pop(Duration::from_millis(50), recycle.take()) {

@@ -111,7 +111,8 @@ pub fn classify(protocol: u8, payload: &[u8], ports: (u16, u16)) -> AppProtocol 
 /// A TLS record header: content type 20-23, version 3.0-3.4, a plausible length; a
 /// handshake record must hold a known first message.
 fn tls_like(p: &[u8]) -> bool {
-    let (Some(&ty), Some(&major), Some(&minor), Some(len)) = (p.first(), p.get(1), p.get(2), be16(p, 3))
+    let (Some(&ty), Some(&major), Some(&minor), Some(len)) =
+        (p.first(), p.get(1), p.get(2), be16(p, 3))
     else {
         return false;
     };
@@ -132,13 +133,16 @@ fn http_request(p: &[u8]) -> Option<&[u8]> {
             let line = &rest[..end];
             (line.windows(8).any(|w| w == b" HTTP/1.")).then_some(&rest[end + 2..])
         }
-        None => (rest.first().is_some_and(|b| *b == b'/') || rest.starts_with(b"http")).then_some(&[]),
+        None => {
+            (rest.first().is_some_and(|b| *b == b'/') || rest.starts_with(b"http")).then_some(&[])
+        }
     }
 }
 
 fn http_response(p: &[u8]) -> bool {
     (p.starts_with(b"HTTP/1.0 ") || p.starts_with(b"HTTP/1.1 "))
-        && p.get(9..12).is_some_and(|c| c.iter().all(u8::is_ascii_digit))
+        && p.get(9..12)
+            .is_some_and(|c| c.iter().all(u8::is_ascii_digit))
 }
 
 /// `SSH-<digits>.<digits>-` (RFC 4253 §4.2).
@@ -193,22 +197,24 @@ fn quic_like(p: &[u8]) -> bool {
         return false;
     };
     let version = u32::from_be_bytes([v[0], v[1], v[2], v[3]]);
-    let known = matches!(version, 0x0000_0001 | 0x6b33_43cf | 0xff00_001d..=0xff00_0022);
+    let known = matches!(
+        version,
+        0x0000_0001 | 0x6b33_43cf | 0xff00_001d..=0xff00_0022
+    );
     if b0 & 0x80 == 0 || !(known && b0 & 0x40 != 0 || version == 0) {
         return false;
     }
     let Some(&dcid) = p.get(5) else { return false };
     let dcid = usize::from(dcid);
-    let Some(&scid) = p.get(6 + dcid) else { return false };
+    let Some(&scid) = p.get(6 + dcid) else {
+        return false;
+    };
     dcid <= 20 && usize::from(scid) <= 20 && p.len() >= 7 + dcid + usize::from(scid)
 }
 
 /// BOOTP with the DHCP magic cookie (RFC 2131 §3).
 fn dhcp_like(p: &[u8]) -> bool {
-    p.len() >= 240
-        && matches!(p[0], 1 | 2)
-        && p[2] <= 16
-        && p[236..240] == [0x63, 0x82, 0x53, 0x63]
+    p.len() >= 240 && matches!(p[0], 1 | 2) && p[2] <= 16 && p[236..240] == [0x63, 0x82, 0x53, 0x63]
 }
 
 /// An NTP header (version 1-4, mode 1-5, stratum <= 16) on port 123.
@@ -261,10 +267,11 @@ impl Hints {
         self.inspected = 0;
         self.done = false;
         // Keep the strings' buffers: a reused slot fills them without allocating.
-        for s in [&mut self.server_name, &mut self.user_agent, &mut self.alpn] {
-            if let Some(t) = s {
-                t.clear();
-            }
+        for t in [&mut self.server_name, &mut self.user_agent, &mut self.alpn]
+            .into_iter()
+            .flatten()
+        {
+            t.clear();
         }
     }
 
@@ -412,11 +419,17 @@ mod tests {
     fn dns_on_any_port_with_its_first_question() {
         let q = dns_query("example.org", 7);
         let h = hints(17, &[&q], (40000, 5353));
-        assert_eq!((h.protocol, h.server_name.as_deref()), (AppProtocol::Dns, Some("example.org")));
+        assert_eq!(
+            (h.protocol, h.server_name.as_deref()),
+            (AppProtocol::Dns, Some("example.org"))
+        );
         let mut tcp = (q.len() as u16).to_be_bytes().to_vec();
         tcp.extend_from_slice(&q);
         let h = hints(6, &[&tcp], (40000, 53));
-        assert_eq!((h.protocol, h.server_name.as_deref()), (AppProtocol::Dns, Some("example.org")));
+        assert_eq!(
+            (h.protocol, h.server_name.as_deref()),
+            (AppProtocol::Dns, Some("example.org"))
+        );
         // Two questions, a query with answers, a bad class: not DNS.
         let mut two = q.clone();
         two[5] = 2;
@@ -438,26 +451,42 @@ mod tests {
         assert_eq!(h.alpn.as_deref(), Some("h2,http/1.1"));
         // The first segment of a split hello: TLS, no name yet.
         let h = hints(6, &[&ch[..40]], (40000, 8443));
-        assert_eq!((h.protocol, h.server_name.as_deref(), h.done), (AppProtocol::Tls, None, false));
+        assert_eq!(
+            (h.protocol, h.server_name.as_deref(), h.done),
+            (AppProtocol::Tls, None, false)
+        );
         // Application data picked up mid-flow.
-        assert_eq!(classify(6, &[23, 3, 3, 0, 40, 1, 2, 3], (1, 2)), AppProtocol::Tls);
-        assert_eq!(classify(6, &[22, 3, 3, 0, 40, 9], (1, 2)), AppProtocol::Unknown);
+        assert_eq!(
+            classify(6, &[23, 3, 3, 0, 40, 1, 2, 3], (1, 2)),
+            AppProtocol::Tls
+        );
+        assert_eq!(
+            classify(6, &[22, 3, 3, 0, 40, 9], (1, 2)),
+            AppProtocol::Unknown
+        );
     }
 
     #[test]
     fn http_request_host_and_user_agent() {
-        let req = b"GET /index.html HTTP/1.1\r\nhost: web.example:8080\r\nUser-Agent:  curl/8.0 \r\n\r\n";
+        let req =
+            b"GET /index.html HTTP/1.1\r\nhost: web.example:8080\r\nUser-Agent:  curl/8.0 \r\n\r\n";
         let h = hints(6, &[b"HTTP/1.1 200 OK\r\n\r\n", req], (40000, 8080));
         assert_eq!(h.protocol, AppProtocol::Http);
         assert_eq!(h.server_name.as_deref(), Some("web.example:8080"));
         assert_eq!(h.user_agent.as_deref(), Some("curl/8.0"));
-        assert_eq!(classify(6, b"GET nothing\r\n", (1, 2)), AppProtocol::Unknown);
+        assert_eq!(
+            classify(6, b"GET nothing\r\n", (1, 2)),
+            AppProtocol::Unknown
+        );
         assert_eq!(classify(6, b"POST /a", (1, 2)), AppProtocol::Http);
     }
 
     #[test]
     fn ssh_quic_dhcp_ntp_signatures() {
-        assert_eq!(classify(6, b"SSH-2.0-OpenSSH_9.2\r\n", (1, 2)), AppProtocol::Ssh);
+        assert_eq!(
+            classify(6, b"SSH-2.0-OpenSSH_9.2\r\n", (1, 2)),
+            AppProtocol::Ssh
+        );
         assert_eq!(classify(6, b"SSH-2-x", (1, 2)), AppProtocol::Unknown);
         let mut quic = vec![0xC3, 0, 0, 0, 1, 8];
         quic.extend_from_slice(&[1; 8]);

@@ -52,14 +52,11 @@ impl FeatureSpec {
     /// [`Error::InvalidArgument`] naming an unknown feature, or a bad `splt`.
     pub fn parse<S: AsRef<str>>(names: &[S], splt: u32) -> Result<FeatureSpec> {
         let mut spec = FeatureSpec::default();
-        let splt = u16::try_from(splt)
-            .ok()
-            .filter(|n| *n > 0)
-            .ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "splt must be a number of packets from 1 to 65535, not {splt}"
-                ))
-            })?;
+        let splt = u16::try_from(splt).ok().filter(|n| *n > 0).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "splt must be a number of packets from 1 to 65535, not {splt}"
+            ))
+        })?;
         for name in names {
             match name.as_ref() {
                 "basic" => {}
@@ -188,7 +185,8 @@ impl FeatureStore {
 
     /// Make `slots` available again (their rows are written).
     pub fn release(&mut self, slots: impl IntoIterator<Item = u32>) {
-        self.free.extend(slots.into_iter().filter(|s| *s != NO_SLOT));
+        self.free
+            .extend(slots.into_iter().filter(|s| *s != NO_SLOT));
     }
 
     /// The columns of every group, in order.
@@ -308,7 +306,11 @@ impl Moments {
         let num = i128::try_from(self.sumsq)
             .ok()
             .and_then(|s2| n.checked_mul(s2))
-            .and_then(|a| self.sum.checked_mul(self.sum).and_then(|b| a.checked_sub(b)));
+            .and_then(|a| {
+                self.sum
+                    .checked_mul(self.sum)
+                    .and_then(|b| a.checked_sub(b))
+            });
         let var = match num {
             Some(num) => num.max(0) as f64 / (self.n as f64 * (self.n - 1) as f64),
             // Beyond 128 bits: the same formula in floating point.
@@ -426,17 +428,32 @@ impl Statistical {
 impl FeatureGroup for Statistical {
     fn fields(&self) -> Vec<Field> {
         let mut out = Vec::new();
-        for (what, unit, ty) in [("ps", "", DataType::UInt32), ("piat", "_ns", DataType::Int64)] {
+        for (what, unit, ty) in [
+            ("ps", "", DataType::UInt32),
+            ("piat", "_ns", DataType::Int64),
+        ] {
             for (p, _) in self.prefixes() {
                 out.push(Field::new(format!("{p}min_{what}{unit}"), ty.clone(), true));
-                out.push(Field::new(format!("{p}mean_{what}{unit}"), DataType::Float64, true));
-                out.push(Field::new(format!("{p}stddev_{what}{unit}"), DataType::Float64, true));
+                out.push(Field::new(
+                    format!("{p}mean_{what}{unit}"),
+                    DataType::Float64,
+                    true,
+                ));
+                out.push(Field::new(
+                    format!("{p}stddev_{what}{unit}"),
+                    DataType::Float64,
+                    true,
+                ));
                 out.push(Field::new(format!("{p}max_{what}{unit}"), ty.clone(), true));
             }
         }
         for (p, _) in self.prefixes() {
             for (flag, _) in FLAG_COLUMNS {
-                out.push(Field::new(format!("{p}{flag}_packets"), DataType::UInt64, false));
+                out.push(Field::new(
+                    format!("{p}{flag}_packets"),
+                    DataType::UInt64,
+                    false,
+                ));
             }
         }
         for (p, part) in self.prefixes() {

@@ -10,21 +10,55 @@ use super::testdata::{ethernet, ipv4, tcp, udp};
 use super::*;
 use crate::alloc::thread_counts;
 use crate::decode::fastpath::linktype;
-use crate::source::PacketSource;
+use crate::source::{Fetch, Limits, PacketSource, SourceInfo, SourceLoop};
 
-/// Packets given as (time, wire length, frame).
+/// Packets given as (time, wire length, frame); at their end a file ends, a live source
+/// is idle forever.
 struct Packets {
     list: Vec<(i64, u32, Vec<u8>)>,
     i: usize,
+    live: bool,
+}
+
+impl Packets {
+    fn file(list: &[(i64, u32, Vec<u8>)]) -> SourceLoop<Packets> {
+        pass(Packets {
+            list: list.to_vec(),
+            i: 0,
+            live: false,
+        })
+    }
+}
+
+/// A pass over `source`, as every consumer runs it.
+fn pass<S: PacketSource>(source: S) -> SourceLoop<S> {
+    SourceLoop::new(source, None, Limits::default()).unwrap()
+}
+
+/// The parts of a source the in-memory ones share.
+macro_rules! in_memory_source {
+    () => {
+        fn linktype(&self) -> Option<u32> {
+            Some(linktype::ETHERNET)
+        }
+
+        fn snaplen(&self) -> u32 {
+            65535
+        }
+
+        fn install_filter(&mut self, _expr: &str) -> Result<()> {
+            unimplemented!("the in-memory source is not filtered")
+        }
+    };
 }
 
 impl PacketSource for Packets {
-    fn next_packet(&mut self) -> Result<Option<RawPacket<'_>>> {
+    fn fetch(&mut self) -> Result<Fetch<'_>> {
         let Some((ts, wirelen, d)) = self.list.get(self.i) else {
-            return Ok(None);
+            return Ok(if self.live { Fetch::Idle } else { Fetch::End });
         };
         self.i += 1;
-        Ok(Some(RawPacket {
+        Ok(Fetch::Packet(RawPacket {
             ts_ns: *ts,
             caplen: d.len() as u32,
             wirelen: *wirelen,
@@ -32,15 +66,21 @@ impl PacketSource for Packets {
             data: d,
         }))
     }
+
+    fn info(&self) -> SourceInfo {
+        if self.live {
+            SourceInfo::Device("mem0".into())
+        } else {
+            SourceInfo::Path("mem.pcap".into())
+        }
+    }
+
+    in_memory_source!();
 }
 
 fn run(list: &[(i64, u32, Vec<u8>)], opts: FlowOptions) -> RecordBatch {
     let mut t = FlowTable::new(opts);
-    let mut src = Packets {
-        list: list.to_vec(),
-        i: 0,
-    };
-    flows_source(&mut src, &mut KeepAll, &mut t, &never).unwrap();
+    flows_source(&mut Packets::file(list), &mut t, &never).unwrap();
     t.to_batch()
 }
 
@@ -61,15 +101,26 @@ const B: [u8; 4] = [10, 1, 0, 2];
 
 fn tcp_frame(fwd: bool, flags: u8) -> Vec<u8> {
     if fwd {
-        ethernet(0x0800, &[], &ipv4(6, A, B, 0, 0, &tcp(40000, 443, flags, 0)))
+        ethernet(
+            0x0800,
+            &[],
+            &ipv4(6, A, B, 0, 0, &tcp(40000, 443, flags, 0)),
+        )
     } else {
-        ethernet(0x0800, &[], &ipv4(6, B, A, 0, 0, &tcp(443, 40000, flags, 0)))
+        ethernet(
+            0x0800,
+            &[],
+            &ipv4(6, B, A, 0, 0, &tcp(443, 40000, flags, 0)),
+        )
     }
 }
 
 /// Packets of one TCP connection with random sizes, gaps, directions and flags, plus
 /// what each was: (time, size, forward, flags).
-fn conversation(n: usize, seed: u64) -> (Vec<(i64, u32, Vec<u8>)>, Vec<(i64, u32, bool, u8)>) {
+/// Frames as the in-memory sources take them: (time, wire length, frame).
+type Frames = Vec<(i64, u32, Vec<u8>)>;
+
+fn conversation(n: usize, seed: u64) -> (Frames, Vec<(i64, u32, bool, u8)>) {
     let mut r = Rng(seed);
     let mut ts = 1_700_000_000_000_000_000i64;
     let mut list = Vec::new();
@@ -100,7 +151,9 @@ fn describe(v: &[f64]) -> (Option<f64>, Option<f64>, Option<f64>, Option<f64>) {
 }
 
 fn f64_at(b: &RecordBatch, name: &str) -> Option<f64> {
-    let c = b.column_by_name(name).unwrap_or_else(|| panic!("no column {name}"));
+    let c = b
+        .column_by_name(name)
+        .unwrap_or_else(|| panic!("no column {name}"));
     if c.is_null(0) {
         return None;
     }
@@ -156,8 +209,16 @@ fn statistics_equal_a_two_pass_computation() {
             for (what, unit, v) in [("ps", "", &ps), ("piat", "_ns", &piat)] {
                 let (min, mean, sd, max) = describe(v);
                 close(f64_at(&b, &format!("{prefix}min_{what}{unit}")), min, what);
-                close(f64_at(&b, &format!("{prefix}mean_{what}{unit}")), mean, what);
-                close(f64_at(&b, &format!("{prefix}stddev_{what}{unit}")), sd, what);
+                close(
+                    f64_at(&b, &format!("{prefix}mean_{what}{unit}")),
+                    mean,
+                    what,
+                );
+                close(
+                    f64_at(&b, &format!("{prefix}stddev_{what}{unit}")),
+                    sd,
+                    what,
+                );
                 close(f64_at(&b, &format!("{prefix}max_{what}{unit}")), max, what);
             }
             for (flag, bit) in [
@@ -185,7 +246,9 @@ fn statistics_equal_a_two_pass_computation() {
         let fwd = truth.iter().filter(|t| t.2).count();
         let rows: usize = u.num_rows();
         assert_eq!(rows, if fwd == n { 1 } else { 2 });
-        assert!(u.column_by_name("mean_ps").is_some() && u.column_by_name("src2dst_mean_ps").is_none());
+        assert!(
+            u.column_by_name("mean_ps").is_some() && u.column_by_name("src2dst_mean_ps").is_none()
+        );
     }
 }
 
@@ -199,7 +262,10 @@ fn moments_are_exact_for_large_values() {
     }
     assert_eq!(m.mean(), Some(base as f64 + 2.0));
     assert_eq!(m.stddev(), Some(2.5f64.sqrt()));
-    assert_eq!((m.min(), m.max(), m.count()), (Some(base), Some(base + 4), 5));
+    assert_eq!(
+        (m.min(), m.max(), m.count()),
+        (Some(base), Some(base + 4), 5)
+    );
     let mut one = features::Moments::default();
     one.add(-7);
     assert_eq!((one.mean(), one.stddev()), (Some(-7.0), None));
@@ -232,7 +298,11 @@ fn splt_lists_are_the_first_packets() {
         for i in 0..k {
             assert_eq!(dir.value(i), i8::from(!truth[i].2));
             assert_eq!(ps.value(i), truth[i].1);
-            let gap = if i == 0 { 0 } else { truth[i].0 - truth[i - 1].0 };
+            let gap = if i == 0 {
+                0
+            } else {
+                truth[i].0 - truth[i - 1].0
+            };
             assert_eq!(piat.value(i), gap);
         }
     }
@@ -241,7 +311,10 @@ fn splt_lists_are_the_first_packets() {
 #[test]
 fn macs_come_from_the_first_packet_in_key_order() {
     // The reverse packet comes first: the key's source (10.1.0.1) is its destination.
-    let list = vec![(10, 60, tcp_frame(false, 0x12)), (20, 60, tcp_frame(true, 0x10))];
+    let list = vec![
+        (10, 60, tcp_frame(false, 0x12)),
+        (20, 60, tcp_frame(true, 0x10)),
+    ];
     let b = run(
         &list,
         FlowOptions {
@@ -265,8 +338,14 @@ fn udp_flow(i: u16) -> Vec<u8> {
 }
 
 fn reasons(b: &RecordBatch) -> Vec<(u64, String)> {
-    let ids = b.column_by_name("flow_id").unwrap().as_primitive::<UInt64Type>();
-    let r = b.column_by_name("expiration_reason").unwrap().as_string::<i32>();
+    let ids = b
+        .column_by_name("flow_id")
+        .unwrap()
+        .as_primitive::<UInt64Type>();
+    let r = b
+        .column_by_name("expiration_reason")
+        .unwrap()
+        .as_string::<i32>();
     (0..b.num_rows())
         .map(|i| (ids.value(i), r.value(i).to_string()))
         .collect()
@@ -275,18 +354,15 @@ fn reasons(b: &RecordBatch) -> Vec<(u64, String)> {
 #[test]
 fn max_flows_evicts_the_least_recently_active_and_counts_exactly() {
     // 1,000 flows, one packet each, 1 us apart, then flow 0 again; at most 100 live.
-    let mut list: Vec<(i64, u32, Vec<u8>)> =
-        (0..1000u16).map(|i| (i64::from(i) * 1000, 60, udp_flow(i))).collect();
+    let mut list: Vec<(i64, u32, Vec<u8>)> = (0..1000u16)
+        .map(|i| (i64::from(i) * 1000, 60, udp_flow(i)))
+        .collect();
     let opts = FlowOptions {
         max_flows: Some(100),
         ..Default::default()
     };
     let mut t = FlowTable::new(opts);
-    let mut src = Packets {
-        list: list.clone(),
-        i: 0,
-    };
-    flows_source(&mut src, &mut KeepAll, &mut t, &never).unwrap();
+    flows_source(&mut Packets::file(&list), &mut t, &never).unwrap();
     assert_eq!((t.evicted(), t.live()), (900, 100));
     let b = t.to_batch();
     let r = reasons(&b);
@@ -337,7 +413,10 @@ fn idle_flows_expire_when_the_clock_passes_them() {
     t.advance(1999);
     assert_eq!(t.pending(), 0);
     t.advance(2000);
-    assert_eq!(reasons(&t.take_expired(10).unwrap()), vec![(1, "idle".to_string())]);
+    assert_eq!(
+        reasons(&t.take_expired(10).unwrap()),
+        vec![(1, "idle".to_string())]
+    );
     t.finish();
     assert!(t.take_expired(10).is_none());
 }
@@ -346,7 +425,10 @@ fn idle_flows_expire_when_the_clock_passes_them() {
 fn by_id(batches: &[RecordBatch]) -> Vec<Vec<String>> {
     let mut rows: Vec<(u64, Vec<String>)> = Vec::new();
     for b in batches {
-        let ids = b.column_by_name("flow_id").unwrap().as_primitive::<UInt64Type>();
+        let ids = b
+            .column_by_name("flow_id")
+            .unwrap()
+            .as_primitive::<UInt64Type>();
         for i in 0..b.num_rows() {
             let cells = b
                 .columns()
@@ -382,8 +464,16 @@ fn many_flows(n: usize, seed: u64) -> Vec<(i64, u32, Vec<u8>)> {
             let frame = if flow % 3 == 0 {
                 udp_flow(flow)
             } else {
-                let (a, b, sp, dp) = if fwd { (A, B, 30000 + flow, 443) } else { (B, A, 443, 30000 + flow) };
-                ethernet(0x0800, &[(0x8100, flow % 4)], &ipv4(6, a, b, 0, 0, &tcp(sp, dp, 0x10, 0)))
+                let (a, b, sp, dp) = if fwd {
+                    (A, B, 30000 + flow, 443)
+                } else {
+                    (B, A, 443, 30000 + flow)
+                };
+                ethernet(
+                    0x0800,
+                    &[(0x8100, flow % 4)],
+                    &ipv4(6, a, b, 0, 0, &tcp(sp, dp, 0x10, 0)),
+                )
             };
             (ts, 60 + (r.next() % 1000) as u32, frame)
         })
@@ -405,7 +495,6 @@ fn a_stream_over_files_equals_the_table() {
         w.finish().unwrap();
         paths.push(path);
     }
-    let keep = |_: &FileReader| -> Result<Box<dyn PacketFilter>> { Ok(Box::new(KeepAll)) };
     for opts in [
         FlowOptions {
             bidirectional: true,
@@ -421,13 +510,10 @@ fn a_stream_over_files_equals_the_table() {
             ..Default::default()
         },
     ] {
-        let (table, _) = flows_files(&paths, &keep, opts, &never).unwrap().unwrap();
+        let (table, _) = flows_files(&paths, None, opts, &never).unwrap().unwrap();
         let whole = table.to_batch();
         assert!(whole.num_rows() > 300, "{}", whole.num_rows());
-        let owned: stream::OwnedFilterFactory = Box::new(|_: &FileReader| {
-            Ok(Box::new(KeepAll) as Box<dyn PacketFilter + Send>)
-        });
-        let s = stream::FileFlowStream::new(paths.clone(), owned, FlowTable::new(opts), 64).unwrap();
+        let s = stream::file_stream(paths.clone(), None, FlowTable::new(opts), 64).unwrap();
         let batches: Vec<RecordBatch> = s.map(|b| b.unwrap()).collect();
         assert!(batches.len() > 4 && batches.iter().all(|b| b.num_rows() <= 64));
         assert_eq!(by_id(&batches), by_id(&[whole]));
@@ -452,22 +538,30 @@ fn projection_flow_ids_are_the_table_flow_ids() {
         ..Default::default()
     };
     let mut t = FlowTable::new(opts);
-    let mut src = Packets {
-        list: list.clone(),
-        i: 0,
-    };
-    let (b, _) = project_source_with_ids(&mut src, &mut KeepAll, 512, &mut t, &never)
+    let (b, _) = project_source_with_ids(&mut Packets::file(&list), 512, &mut t, &never)
         .unwrap()
         .unwrap();
     let flows = run(&list, opts);
     // Each flow row's packets, first and last times are those of the packets with its id.
-    let fid = flows.column_by_name("flow_id").unwrap().as_primitive::<UInt64Type>();
-    let packets = flows.column_by_name("packets").unwrap().as_primitive::<UInt64Type>();
-    let first = flows.column_by_name("first_ts_ns").unwrap().as_primitive::<Int64Type>();
+    let fid = flows
+        .column_by_name("flow_id")
+        .unwrap()
+        .as_primitive::<UInt64Type>();
+    let packets = flows
+        .column_by_name("packets")
+        .unwrap()
+        .as_primitive::<UInt64Type>();
+    let first = flows
+        .column_by_name("first_ts_ns")
+        .unwrap()
+        .as_primitive::<Int64Type>();
     let mut seen = std::collections::HashMap::<u64, (u64, i64)>::new();
     let mut nulls = 0;
     for batch in &b {
-        let ids = batch.column_by_name("flow_id").unwrap().as_primitive::<UInt64Type>();
+        let ids = batch
+            .column_by_name("flow_id")
+            .unwrap()
+            .as_primitive::<UInt64Type>();
         let ts = batch.column(0).as_primitive::<Int64Type>();
         for i in 0..batch.num_rows() {
             if ids.is_null(i) {
@@ -522,15 +616,14 @@ fn the_meter_allocates_per_flow_only_with_every_feature() {
             .collect();
         let mut t = FlowTable::new(opts);
         // Warm: every flow exists, so the counted loop only updates flows.
-        let mut warm = Packets { list, i: 0 };
-        flows_source(&mut warm, &mut KeepAll, &mut t, &never).unwrap();
-        let mut src = Cycle100 {
+        flows_source(&mut Packets::file(&list), &mut t, &never).unwrap();
+        let mut src = pass(Cycle100 {
             frames: &frames,
             count,
             i: 0,
-        };
+        });
         let before = thread_counts();
-        flows_source(&mut src, &mut KeepAll, &mut t, &never).unwrap();
+        flows_source(&mut src, &mut t, &never).unwrap();
         let spent = thread_counts().since(before);
         assert_eq!(t.len(), 100);
         (spent.allocs, t.to_batch())
@@ -552,13 +645,22 @@ fn the_meter_allocates_per_flow_only_with_every_feature() {
         let (small, _) = count_allocs(10_000, opts);
         let (large, b) = count_allocs(1_000_000, opts);
         assert_eq!((small, large), (0, 0), "allocations per packet ({opts:?})");
-        let app = b.column_by_name("application_protocol").unwrap().as_string::<i32>();
-        let name = b.column_by_name("requested_server_name").unwrap().as_string::<i32>();
-        let got: std::collections::BTreeSet<(&str, &str)> =
-            (0..b.num_rows()).map(|i| (app.value(i), name.value(i))).collect();
+        let app = b
+            .column_by_name("application_protocol")
+            .unwrap()
+            .as_string::<i32>();
+        let name = b
+            .column_by_name("requested_server_name")
+            .unwrap()
+            .as_string::<i32>();
+        let got: std::collections::BTreeSet<(&str, &str)> = (0..b.num_rows())
+            .map(|i| (app.value(i), name.value(i)))
+            .collect();
         assert_eq!(
             got,
-            [("dns", "www.example.org"), ("tls", "tls.example")].into_iter().collect()
+            [("dns", "www.example.org"), ("tls", "tls.example")]
+                .into_iter()
+                .collect()
         );
     }
 }
@@ -571,13 +673,13 @@ struct Cycle100<'a> {
 }
 
 impl PacketSource for Cycle100<'_> {
-    fn next_packet(&mut self) -> Result<Option<RawPacket<'_>>> {
+    fn fetch(&mut self) -> Result<Fetch<'_>> {
         if self.i == self.count {
-            return Ok(None);
+            return Ok(Fetch::End);
         }
         let d = &self.frames[self.i % self.frames.len()];
         self.i += 1;
-        Ok(Some(RawPacket {
+        Ok(Fetch::Packet(RawPacket {
             ts_ns: 1_000_000 + self.i as i64 * 1000,
             caplen: d.len() as u32,
             wirelen: 100,
@@ -585,6 +687,12 @@ impl PacketSource for Cycle100<'_> {
             data: d,
         }))
     }
+
+    fn info(&self) -> SourceInfo {
+        SourceInfo::Path("cycle.pcap".into())
+    }
+
+    in_memory_source!();
 }
 
 #[test]
@@ -599,11 +707,89 @@ fn feature_names_parse_and_bad_ones_are_named() {
         }
     );
     assert!(FeatureSpec::parse(&["basic"], 10).unwrap().is_basic());
-    assert_eq!(FeatureSpec::parse(&["all"], 3).unwrap(), FeatureSpec { splt: 3, ..all_features() });
+    assert_eq!(
+        FeatureSpec::parse(&["all"], 3).unwrap(),
+        FeatureSpec {
+            splt: 3,
+            ..all_features()
+        }
+    );
     let e = FeatureSpec::parse(&["stats"], 10).unwrap_err().to_string();
-    assert!(e.contains("'statistical'") && e.contains("not 'stats'"), "{e}");
+    assert!(
+        e.contains("'statistical'") && e.contains("not 'stats'"),
+        "{e}"
+    );
     for bad in [0, 65536] {
         let e = FeatureSpec::parse(&["splt"], bad).unwrap_err().to_string();
         assert!(e.contains("splt must be"), "{e}");
     }
+}
+
+/// Pull `s` until a batch comes (at most 5 s).
+fn next_batch<S: PacketSource>(s: &mut stream::FlowStream<S>) -> Option<RecordBatch> {
+    let start = std::time::Instant::now();
+    loop {
+        match s.pull().unwrap() {
+            Pull::Batch(b) => return Some(b),
+            Pull::End => return None,
+            Pull::Pending => assert!(start.elapsed().as_secs() < 5, "no batch within 5 s"),
+        }
+    }
+}
+
+#[test]
+fn a_live_stream_expires_idle_flows_on_wall_time() {
+    let now = stream::wall_ns();
+    let live = |list| Packets {
+        list,
+        i: 0,
+        live: true,
+    };
+    let opts = FlowOptions {
+        idle_timeout_ns: Some(100_000_000),
+        reasons: true,
+        ..Default::default()
+    };
+    // Both at one time: the meter polls faster than a microsecond, so flows due apart
+    // could come in two batches.
+    let list = vec![(now, 60, udp_flow(1)), (now, 60, udp_flow(2))];
+    let mut s = stream::FlowStream::new(
+        pass(live(list.clone())),
+        Box::new(|| Ok(None)),
+        FlowTable::new(opts),
+        64,
+    );
+    let b = next_batch(&mut s).unwrap();
+    // No packet came after the two: only the wall clock can have expired them.
+    let waited = stream::wall_ns() - now;
+    assert!(waited >= 100_000_000, "expired after {waited} ns");
+    assert_eq!(
+        reasons(&b),
+        [(0, "idle".to_string()), (1, "idle".to_string())]
+    );
+    s.stop();
+    assert!(next_batch(&mut s).is_none());
+    assert_eq!(
+        s.stats().unwrap().stop_reason,
+        Some(crate::stats::StopReason::Consumer)
+    );
+
+    // Stopped before the timeout: the live flows are the last batch, reason "end".
+    let mut s = stream::FlowStream::new(
+        pass(live(list)),
+        Box::new(|| Ok(None)),
+        FlowTable::new(FlowOptions {
+            idle_timeout_ns: Some(3_600_000_000_000),
+            ..opts
+        }),
+        64,
+    );
+    assert!(matches!(s.pull().unwrap(), Pull::Pending));
+    s.stop();
+    let b = next_batch(&mut s).unwrap();
+    assert_eq!(
+        reasons(&b),
+        [(0, "end".to_string()), (1, "end".to_string())]
+    );
+    assert!(next_batch(&mut s).is_none());
 }

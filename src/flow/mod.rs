@@ -3,17 +3,19 @@
 //! Both read packets through the fast path ([`crate::decode::fastpath`]), allocate nothing
 //! per packet, and hand their results to Arrow: [`columns`] builds `project` and
 //! `read_batches` batches, [`table`] aggregates flows in a hash map (foldhash) whose memory
-//! grows with the number of flows only. The functions here run them over capture files,
-//! one file per rayon task where the order does not matter, and ask a [`Stop`] check
-//! between chunks of records so that a caller can end a long walk early (Ctrl-C).
+//! grows with the number of flows only. They take any [`SourceLoop`] (a file or a device):
+//! [`for_each_packet`] is the one loop, and asks a [`Stop`] check between chunks of
+//! records (and whenever a device is idle) so that a caller can end it early (Ctrl-C).
+//! The `*_files` functions run one file per rayon task where the order does not matter.
 
 pub mod app;
 pub mod columns;
 pub mod features;
 pub mod stream;
 pub mod table;
+pub mod text;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use arrow_array::RecordBatch;
 use rayon::prelude::*;
@@ -21,40 +23,20 @@ use rayon::prelude::*;
 use crate::decode::fastpath::{self, FlowFields};
 use crate::error::{Error, Result};
 use crate::pcap::FileReader;
-use crate::source::{PacketSource, RawPacket};
+use crate::source::{Limits, PacketSource, RawPacket, SourceLoop, Step};
 
 pub use columns::{ProjectionBuilder, RawBatchBuilder};
 pub use features::{FeatureGroup, FeatureSpec, PacketView};
 pub use table::{Expiration, FlowKey, FlowOptions, FlowStats, FlowTable};
 
-/// A per-packet predicate (a BPF program, or nothing).
-pub trait PacketFilter {
-    /// Whether `pkt` passes.
-    ///
-    /// # Errors
-    /// The filter could not be compiled for the packet's link type.
-    fn keep(&mut self, pkt: &RawPacket<'_>) -> Result<bool>;
-}
-
-/// The filter that keeps everything.
-pub struct KeepAll;
-
-impl PacketFilter for KeepAll {
-    #[inline]
-    fn keep(&mut self, _pkt: &RawPacket<'_>) -> Result<bool> {
-        Ok(true)
-    }
-}
-
-/// Builds one filter per opened file (filters hold per-file state such as the link type).
-pub type FilterFactory<'a> = &'a (dyn Fn(&FileReader) -> Result<Box<dyn PacketFilter>> + Sync);
-
-/// Records a loop reads (kept by the filter or not) between two calls of its [`Stop`]
-/// check: the hot loop pays a counter compare per record, the check runs once per chunk.
+/// Steps a loop takes (packets, or runs of filtered-out records) between two calls of its
+/// [`Stop`] check: the hot loop pays a counter compare per packet, the check runs once per
+/// chunk.
 pub const CHUNK_RECORDS: u32 = 1 << 16;
 
-/// Asked between chunks of [`CHUNK_RECORDS`] records whether to end the loop early (a
-/// Ctrl-C check, a flag another thread sets). Shared by the rayon tasks of one call.
+/// Asked between chunks of [`CHUNK_RECORDS`] packets, and whenever the source has nothing
+/// ready, whether to end the loop early (a Ctrl-C check, a flag another thread sets).
+/// Shared by the rayon tasks of one call.
 pub type Stop<'a> = &'a (dyn Fn() -> bool + Sync);
 
 /// The [`Stop`] check that never stops.
@@ -63,24 +45,23 @@ pub fn never() -> bool {
 }
 
 /// How a walk over a source ended.
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq)]
 pub enum Walk {
-    /// Every record was read; a truncated last record is carried as `Some(error)`, for the
-    /// caller to warn about (the packets before it have been seen).
-    Done(Option<Error>),
+    /// The pass ended (the file's end, a limit); a truncated last record is left in the
+    /// loop ([`SourceLoop::take_truncation`]) for the caller to warn about.
+    Done,
     /// The [`Stop`] check asked to end early.
     Stopped,
 }
 
-/// Run `f` over every packet of `source` that passes `filter`, asking `stop` after every
-/// [`CHUNK_RECORDS`] records whether to end early.
+/// Run `f` over every packet of the pass, asking `stop` after every [`CHUNK_RECORDS`]
+/// packets and after every pending step whether to end early.
 ///
 /// # Errors
-/// A read error other than truncation, or a filter error.
+/// A source error other than truncation, or a filter error.
 #[inline]
-pub fn for_each_packet<S: PacketSource + ?Sized>(
-    source: &mut S,
-    filter: &mut dyn PacketFilter,
+pub fn for_each_packet<S: PacketSource>(
+    lp: &mut SourceLoop<S>,
     stop: Stop<'_>,
     mut f: impl FnMut(&RawPacket<'_>),
 ) -> Result<Walk> {
@@ -93,15 +74,14 @@ pub fn for_each_packet<S: PacketSource + ?Sized>(
             left = CHUNK_RECORDS;
         }
         left -= 1;
-        match source.next_packet() {
-            Ok(Some(pkt)) => {
-                if filter.keep(&pkt)? {
-                    f(&pkt);
+        match lp.step()? {
+            Step::Packet(pkt) => f(&pkt),
+            Step::Pending => {
+                if stop() {
+                    return Ok(Walk::Stopped);
                 }
             }
-            Ok(None) => return Ok(Walk::Done(None)),
-            Err(e @ Error::Truncated { .. }) => return Ok(Walk::Done(Some(e))),
-            Err(e) => return Err(e),
+            Step::End => return Ok(Walk::Done),
         }
     }
 }
@@ -109,48 +89,46 @@ pub fn for_each_packet<S: PacketSource + ?Sized>(
 /// Batches and a possible truncation warning.
 pub type Batches = (Vec<RecordBatch>, Option<Error>);
 
-/// Project every packet of `source` into batches of `batch_size` rows; `None` if `stop`
+/// Project every packet of the pass into batches of `batch_size` rows; `None` if `stop`
 /// ended the walk early.
 ///
 /// # Errors
 /// As [`for_each_packet`].
-pub fn project_source<S: PacketSource + ?Sized>(
-    source: &mut S,
-    filter: &mut dyn PacketFilter,
+pub fn project_source<S: PacketSource>(
+    lp: &mut SourceLoop<S>,
     batch_size: usize,
     stop: Stop<'_>,
 ) -> Result<Option<Batches>> {
     let mut b = ProjectionBuilder::new(batch_size);
     let mut out = Vec::new();
-    let walk = for_each_packet(source, filter, stop, |p| {
+    let walk = for_each_packet(lp, stop, |p| {
         b.push(p);
         if b.is_full() {
             out.extend(b.finish());
         }
     })?;
-    let Walk::Done(warn) = walk else {
+    if walk == Walk::Stopped {
         return Ok(None);
-    };
+    }
     out.extend(b.finish());
-    Ok(Some((out, warn)))
+    Ok(Some((out, lp.take_truncation())))
 }
 
-/// Project every packet of `source` with the id of its flow in `table` (the flow table's
+/// Project every packet of the pass with the id of its flow in `table` (the flow table's
 /// `flow_id` for the same options), into batches of `batch_size` rows; `None` if `stop`
 /// ended the walk early. Rows of flows the table expires are dropped as it goes.
 ///
 /// # Errors
 /// As [`for_each_packet`].
-pub fn project_source_with_ids<S: PacketSource + ?Sized>(
-    source: &mut S,
-    filter: &mut dyn PacketFilter,
+pub fn project_source_with_ids<S: PacketSource>(
+    lp: &mut SourceLoop<S>,
     batch_size: usize,
     table: &mut FlowTable,
     stop: Stop<'_>,
 ) -> Result<Option<Batches>> {
     let mut b = ProjectionBuilder::with_flow_id(batch_size);
     let mut out = Vec::new();
-    let walk = for_each_packet(source, filter, stop, |p| {
+    let walk = for_each_packet(lp, stop, |p| {
         let mut f = FlowFields::default();
         fastpath::parse(p.linktype, p.data, &mut f);
         let id = table.push_fields(p, &f);
@@ -160,12 +138,12 @@ pub fn project_source_with_ids<S: PacketSource + ?Sized>(
             table.discard_expired();
         }
     })?;
-    let Walk::Done(warn) = walk else {
+    if walk == Walk::Stopped {
         return Ok(None);
-    };
+    }
     out.extend(b.finish());
     table.discard_expired();
-    Ok(Some((out, warn)))
+    Ok(Some((out, lp.take_truncation())))
 }
 
 /// Project files in order with a `flow_id` column: the ids of a flow table with `opts`
@@ -175,7 +153,7 @@ pub fn project_source_with_ids<S: PacketSource + ?Sized>(
 /// The first file that fails to open or read.
 pub fn project_files_with_ids(
     paths: &[PathBuf],
-    filter: FilterFactory<'_>,
+    filter: Option<&str>,
     batch_size: usize,
     opts: FlowOptions,
     stop: Stop<'_>,
@@ -184,10 +162,11 @@ pub fn project_files_with_ids(
     let mut out = Vec::new();
     let mut warn = None;
     for p in paths {
-        let (mut r, mut f) = open(p, filter)?;
-        let rows = usize::try_from(r.file_len() / 16 + 1).unwrap_or(usize::MAX);
-        let size = batch_size.min(rows);
-        let Some((b, w)) = project_source_with_ids(&mut r, &mut *f, size, &mut table, stop)? else {
+        let mut lp = open_file(p, filter)?;
+        let rows = usize::try_from(lp.source().file_len() / 16 + 1).unwrap_or(usize::MAX);
+        let Some((b, w)) =
+            project_source_with_ids(&mut lp, batch_size.min(rows), &mut table, stop)?
+        else {
             return Ok(None);
         };
         out.extend(b);
@@ -196,26 +175,33 @@ pub fn project_files_with_ids(
     Ok(Some((out, warn)))
 }
 
-/// Aggregate every packet of `source` into `table`.
+/// Aggregate every packet of the pass into `table`. A live device's pass ends with the
+/// table's clock at the wall time, so flows idle by then expire as they would in a
+/// [`stream::FlowStream`].
 ///
 /// # Errors
 /// As [`for_each_packet`].
-pub fn flows_source<S: PacketSource + ?Sized>(
-    source: &mut S,
-    filter: &mut dyn PacketFilter,
+pub fn flows_source<S: PacketSource>(
+    lp: &mut SourceLoop<S>,
     table: &mut FlowTable,
     stop: Stop<'_>,
 ) -> Result<Walk> {
-    for_each_packet(source, filter, stop, |p| {
+    let walk = for_each_packet(lp, stop, |p| {
         table.push(p);
-    })
+    })?;
+    if stream::is_live(lp) {
+        table.advance(stream::wall_ns());
+    }
+    Ok(walk)
 }
 
-/// Open `path` and build its filter.
-fn open(path: &Path, filter: FilterFactory<'_>) -> Result<(FileReader, Box<dyn PacketFilter>)> {
-    let reader = FileReader::open(path)?;
-    let filter = filter(&reader)?;
-    Ok((reader, filter))
+/// A pass over the file at `path` with `filter` (compiled now: a bad expression fails
+/// before any packet is read).
+///
+/// # Errors
+/// The file cannot be opened, or the filter does not compile.
+pub fn open_file(path: &PathBuf, filter: Option<&str>) -> Result<SourceLoop<FileReader>> {
+    SourceLoop::new(FileReader::open(path)?, filter, Limits::default())
 }
 
 /// Project files: one rayon task per file, batches concatenated in file order (equal to
@@ -226,15 +212,15 @@ fn open(path: &Path, filter: FilterFactory<'_>) -> Result<(FileReader, Box<dyn P
 /// The first file that fails to open or read, in file order.
 pub fn project_files(
     paths: &[PathBuf],
-    filter: FilterFactory<'_>,
+    filter: Option<&str>,
     batch_size: usize,
     stop: Stop<'_>,
 ) -> Result<Option<Batches>> {
     let one = |p: &PathBuf, stop: Stop<'_>| -> Result<Option<Batches>> {
-        let (mut r, mut f) = open(p, filter)?;
+        let mut lp = open_file(p, filter)?;
         // A record takes at least 16 bytes: no batch needs more rows than that allows.
-        let rows = usize::try_from(r.file_len() / 16 + 1).unwrap_or(usize::MAX);
-        project_source(&mut r, &mut *f, batch_size.min(rows), stop)
+        let rows = usize::try_from(lp.source().file_len() / 16 + 1).unwrap_or(usize::MAX);
+        project_source(&mut lp, batch_size.min(rows), stop)
     };
     if let [p] = paths {
         return one(p, stop);
@@ -256,13 +242,14 @@ pub type Table = (FlowTable, Option<Error>);
 /// Aggregate files as one capture. Without timeouts, `max_flows` and features one rayon
 /// task per file builds a partial table and the partial tables are merged (equal to the
 /// sequential result); otherwise the files are read in order, since a flow's split and
-/// its features depend on the packets before it. `None` if `stop` ended the walk early (every task has returned by then).
+/// its features depend on the packets before it. `None` if `stop` ended the walk early
+/// (every task has returned by then).
 ///
 /// # Errors
 /// The first file that fails to open or read, in file order.
 pub fn flows_files(
     paths: &[PathBuf],
-    filter: FilterFactory<'_>,
+    filter: Option<&str>,
     opts: FlowOptions,
     stop: Stop<'_>,
 ) -> Result<Option<Table>> {
@@ -270,11 +257,11 @@ pub fn flows_files(
     if opts.ordered() || paths.len() < 2 {
         let mut table = FlowTable::new(opts);
         for p in paths {
-            let (mut r, mut f) = open(p, filter)?;
-            match flows_source(&mut r, &mut *f, &mut table, stop)? {
-                Walk::Done(w) => warn = warn.or(w),
-                Walk::Stopped => return Ok(None),
+            let mut lp = open_file(p, filter)?;
+            if flows_source(&mut lp, &mut table, stop)? == Walk::Stopped {
+                return Ok(None);
             }
+            warn = warn.or(lp.take_truncation());
         }
         return Ok(Some((table, warn)));
     }
@@ -282,9 +269,9 @@ pub fn flows_files(
         .par_iter()
         .map(|p| {
             let mut t = FlowTable::new(opts);
-            let (mut r, mut f) = open(p, filter)?;
-            Ok(match flows_source(&mut r, &mut *f, &mut t, stop)? {
-                Walk::Done(w) => Some((t, w)),
+            let mut lp = open_file(p, filter)?;
+            Ok(match flows_source(&mut lp, &mut t, stop)? {
+                Walk::Done => Some((t, lp.take_truncation())),
                 Walk::Stopped => None,
             })
         })
@@ -298,11 +285,109 @@ pub fn flows_files(
     Ok(Some((table, warn)))
 }
 
+/// What one [`RawBatches::pull`] found.
+#[derive(Debug)]
+pub enum Pull {
+    /// A full batch (or the last one).
+    Batch(RecordBatch),
+    /// [`CHUNK_RECORDS`] steps were taken without filling a batch, or the source has
+    /// nothing ready: call again (after checking for signals).
+    Pending,
+    /// The end.
+    End,
+}
+
+/// Raw packets of a pass as Arrow batches, read as the consumer asks (`read_batches`).
+pub struct RawBatches<S> {
+    lp: SourceLoop<S>,
+    builder: RawBatchBuilder,
+    /// An error met after some rows: those rows are returned first, then the error.
+    pending: Option<Error>,
+}
+
+impl<S: PacketSource> RawBatches<S> {
+    /// Batches of up to `batch_size` rows from `lp`.
+    pub fn new(lp: SourceLoop<S>, batch_size: usize) -> Self {
+        RawBatches {
+            lp,
+            builder: RawBatchBuilder::new(batch_size),
+            pending: None,
+        }
+    }
+
+    /// The next batch, taking at most [`CHUNK_RECORDS`] steps before returning
+    /// [`Pull::Pending`]. A truncated last record ends the batches (the rows before it are
+    /// returned) and is then raised, as any other read error.
+    ///
+    /// # Errors
+    /// A source error, after the rows read before it.
+    pub fn pull(&mut self) -> Result<Pull> {
+        if let Some(e) = self.pending.take() {
+            return Err(e);
+        }
+        for _ in 0..CHUNK_RECORDS {
+            let step = match self.lp.step() {
+                Ok(step) => step,
+                Err(e) => return self.fail(e),
+            };
+            match step {
+                Step::Packet(pkt) => {
+                    self.builder.push(&pkt);
+                    if self.builder.is_full() {
+                        return Ok(self.builder.finish().map_or(Pull::Pending, Pull::Batch));
+                    }
+                }
+                Step::Pending => {
+                    return Ok(self.builder.finish().map_or(Pull::Pending, Pull::Batch));
+                }
+                Step::End => {
+                    if let Some(e) = self.lp.take_truncation() {
+                        return self.fail(e);
+                    }
+                    return Ok(self.builder.finish().map_or(Pull::End, Pull::Batch));
+                }
+            }
+        }
+        Ok(Pull::Pending)
+    }
+
+    fn fail(&mut self, e: Error) -> Result<Pull> {
+        match self.builder.finish() {
+            Some(b) => {
+                self.pending = Some(e);
+                Ok(Pull::Batch(b))
+            }
+            None => Err(e),
+        }
+    }
+}
+
+impl<S: PacketSource> Iterator for RawBatches<S> {
+    type Item = std::result::Result<RecordBatch, arrow_schema::ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            match self.pull() {
+                Ok(Pull::Batch(b)) => return Some(Ok(b)),
+                Ok(Pull::Pending) => {}
+                Ok(Pull::End) => return None,
+                Err(e) => return Some(Err(arrow_schema::ArrowError::ExternalError(Box::new(e)))),
+            }
+        }
+    }
+}
+
+impl<S: PacketSource> arrow_array::RecordBatchReader for RawBatches<S> {
+    fn schema(&self) -> arrow_schema::SchemaRef {
+        columns::raw_schema()
+    }
+}
+
 #[cfg(test)]
 mod agreement_tests;
 #[cfg(test)]
-pub(crate) mod testdata;
-#[cfg(test)]
 mod meter_tests;
+#[cfg(test)]
+pub(crate) mod testdata;
 #[cfg(test)]
 mod tests;

@@ -338,7 +338,10 @@ impl FlowTable {
 
     /// Add a feature group (before the first packet); its columns follow the others.
     pub fn add_group(&mut self, group: Box<dyn FeatureGroup>) {
-        debug_assert!(self.packets == 0, "feature groups are added before the first packet");
+        debug_assert!(
+            self.packets == 0,
+            "feature groups are added before the first packet"
+        );
         self.features.add_group(group);
         self.simple = false;
     }

@@ -2,7 +2,7 @@ use super::testdata::{ethernet, ipv4, tcp, udp};
 use super::*;
 use crate::alloc::thread_counts;
 use crate::decode::fastpath::linktype;
-use crate::source::PacketSource;
+use crate::source::{Fetch, Limits, PacketSource, SourceInfo, SourceLoop, SCAN_BUDGET};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{UInt16Type, UInt64Type, UInt8Type};
 use arrow_array::Array;
@@ -14,10 +14,10 @@ struct Cycle {
     i: usize,
 }
 
-impl PacketSource for Cycle {
-    fn next_packet(&mut self) -> Result<Option<RawPacket<'_>>> {
+impl Cycle {
+    fn next_packet(&mut self) -> Option<RawPacket<'_>> {
         if self.i == self.count {
-            return Ok(None);
+            return None;
         }
         let d = &self.frames[self.i % self.frames.len()];
         let pkt = RawPacket {
@@ -28,7 +28,37 @@ impl PacketSource for Cycle {
             data: d,
         };
         self.i += 1;
-        Ok(Some(pkt))
+        Some(pkt)
+    }
+
+    /// A pass over this source, as every consumer runs it.
+    fn pass(self) -> SourceLoop<Cycle> {
+        SourceLoop::new(self, None, Limits::default()).unwrap()
+    }
+}
+
+impl PacketSource for Cycle {
+    fn fetch(&mut self) -> Result<Fetch<'_>> {
+        Ok(match self.next_packet() {
+            Some(p) => Fetch::Packet(p),
+            None => Fetch::End,
+        })
+    }
+
+    fn info(&self) -> SourceInfo {
+        SourceInfo::Path("cycle.pcap".into())
+    }
+
+    fn linktype(&self) -> Option<u32> {
+        Some(linktype::ETHERNET)
+    }
+
+    fn snaplen(&self) -> u32 {
+        65535
+    }
+
+    fn install_filter(&mut self, _expr: &str) -> Result<()> {
+        unimplemented!("the in-memory source is not filtered")
     }
 }
 
@@ -60,11 +90,10 @@ fn projection_allocates_per_batch_only() {
             frames: frames.clone(),
             count,
             i: 0,
-        };
+        }
+        .pass();
         let before = thread_counts();
-        let (batches, warn) = project_source(&mut src, &mut KeepAll, batch, &never)
-            .unwrap()
-            .unwrap();
+        let (batches, warn) = project_source(&mut src, batch, &never).unwrap().unwrap();
         let spent = thread_counts().since(before);
         assert!(warn.is_none());
         assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), count);
@@ -91,12 +120,14 @@ fn flow_table_allocates_per_flow_only() {
             frames: frames.clone(),
             count,
             i: 0,
-        };
+        }
+        .pass();
         let mut table = FlowTable::new(opts);
         let before = thread_counts();
-        let walk = flows_source(&mut src, &mut KeepAll, &mut table, &never).unwrap();
+        let walk = flows_source(&mut src, &mut table, &never).unwrap();
         let spent = thread_counts().since(before);
-        assert!(matches!(walk, Walk::Done(None)));
+        assert_eq!(walk, Walk::Done);
+        assert!(src.take_truncation().is_none());
         assert_eq!(table.len(), 100);
         spent.allocs
     };
@@ -132,10 +163,9 @@ fn projection_columns_hold_the_fields() {
         frames,
         count: 3,
         i: 0,
-    };
-    let (b, _) = project_source(&mut src, &mut KeepAll, 2, &never)
-        .unwrap()
-        .unwrap();
+    }
+    .pass();
+    let (b, _) = project_source(&mut src, 2, &never).unwrap().unwrap();
     assert_eq!(b.len(), 2);
     let t = arrow_select_concat(&b);
     let ipv = t[3].as_primitive::<UInt8Type>();
@@ -253,7 +283,7 @@ fn merged_tables_equal_one_pass() {
         i: 0,
     };
     let mut i = 0;
-    while let Some(p) = src.next_packet().unwrap() {
+    while let Some(p) = src.next_packet() {
         whole.push(&p);
         if i < 400 {
             part1.push(&p);
@@ -292,10 +322,9 @@ fn stop_is_asked_once_per_chunk_and_ends_the_walk() {
         frames: frames.clone(),
         count: 3 * chunk + 5,
         i: 0,
-    };
-    let (b, _) = project_source(&mut src, &mut KeepAll, 1 << 20, &ask)
-        .unwrap()
-        .unwrap();
+    }
+    .pass();
+    let (b, _) = project_source(&mut src, 1 << 20, &ask).unwrap().unwrap();
     assert_eq!(b.iter().map(|b| b.num_rows()).sum::<usize>(), 3 * chunk + 5);
     assert_eq!(asked.load(Ordering::Relaxed), 3);
     // Stopping at the second check: the walk has read two chunks, no more.
@@ -305,44 +334,50 @@ fn stop_is_asked_once_per_chunk_and_ends_the_walk() {
         frames: frames.clone(),
         count: 10 * chunk,
         i: 0,
-    };
-    assert!(project_source(&mut src, &mut KeepAll, 1024, &second)
-        .unwrap()
-        .is_none());
-    assert_eq!(src.i, 2 * chunk);
+    }
+    .pass();
+    assert!(project_source(&mut src, 1024, &second).unwrap().is_none());
+    assert_eq!(src.source().i, 2 * chunk);
     let mut table = FlowTable::new(FlowOptions::default());
     let mut src = Cycle {
         frames,
         count: 10 * chunk,
         i: 0,
-    };
+    }
+    .pass();
     assert!(matches!(
-        flows_source(&mut src, &mut KeepAll, &mut table, &|| true).unwrap(),
+        flows_source(&mut src, &mut table, &|| true).unwrap(),
         Walk::Stopped
     ));
-    assert_eq!(src.i, chunk);
+    assert_eq!(src.source().i, chunk);
 }
 
-/// Rejected records count towards the chunk: a filter that keeps nothing is still
-/// interruptible.
+/// A file whose filter rejects every record is still interruptible: after
+/// [`SCAN_BUDGET`] rejected records the pass is pending and the walk asks its check.
 #[test]
 fn rejected_records_count_towards_the_chunk() {
-    struct KeepNone;
-    impl PacketFilter for KeepNone {
-        fn keep(&mut self, _pkt: &RawPacket<'_>) -> Result<bool> {
-            Ok(false)
-        }
-    }
-    let chunk = CHUNK_RECORDS as usize;
-    let mut src = Cycle {
-        frames: udp_frames(1),
-        count: 5 * chunk,
-        i: 0,
-    };
+    use crate::perf::datasets::{generate, Case};
+    let dir = std::env::temp_dir().join(format!("paclo-flow-reject-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("udp.pcap");
+    let n = 3 * SCAN_BUDGET as u64 + 7;
+    generate(Case::parse("udp-64").unwrap(), n, &path).unwrap();
+    let mut lp = open_file(&path, Some("tcp")).unwrap();
     let mut seen = 0;
-    let walk = for_each_packet(&mut src, &mut KeepNone, &|| true, |_| seen += 1).unwrap();
-    assert!(matches!(walk, Walk::Stopped));
-    assert_eq!((src.i, seen), (chunk, 0));
+    let walk = for_each_packet(&mut lp, &|| true, |_| seen += 1).unwrap();
+    assert_eq!((walk, seen), (Walk::Stopped, 0));
+    let record = (lp.source().file_len() - 24) / n;
+    assert_eq!(lp.source().position(), 24 + SCAN_BUDGET as u64 * record);
+    // Never stopped, the walk reads the whole file and finds nothing.
+    let asked = std::sync::atomic::AtomicU32::new(0);
+    let ask = || {
+        asked.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        false
+    };
+    let walk = for_each_packet(&mut lp, &ask, |_| seen += 1).unwrap();
+    assert_eq!((walk, seen), (Walk::Done, 0));
+    assert_eq!(asked.load(std::sync::atomic::Ordering::Relaxed), 2);
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// The parallel paths stop too: every rayon task asks the shared check, and a stopped
@@ -357,19 +392,18 @@ fn files_stop_in_parallel_and_in_order() {
     let n = 3 * CHUNK_RECORDS as u64;
     generate(Case::parse("udp-64").unwrap(), n, &path).unwrap();
     let paths = vec![path.clone(), path.clone(), path];
-    let keep = |_: &FileReader| -> Result<Box<dyn PacketFilter>> { Ok(Box::new(KeepAll)) };
     let asked = AtomicU32::new(0);
     let count = || {
         asked.fetch_add(1, Ordering::Relaxed);
         false
     };
-    let (b, _) = project_files(&paths, &keep, 1 << 20, &count)
+    let (b, _) = project_files(&paths, None, 1 << 20, &count)
         .unwrap()
         .unwrap();
     assert_eq!(b.iter().map(|b| b.num_rows() as u64).sum::<u64>(), 3 * n);
     // Each file asks after each of its three full chunks.
     assert_eq!(asked.load(Ordering::Relaxed), 9);
-    assert!(project_files(&paths, &keep, 1 << 20, &|| true)
+    assert!(project_files(&paths, None, 1 << 20, &|| true)
         .unwrap()
         .is_none());
     for opts in [
@@ -379,11 +413,9 @@ fn files_stop_in_parallel_and_in_order() {
             ..Default::default()
         },
     ] {
-        let (t, _) = flows_files(&paths, &keep, opts, &never).unwrap().unwrap();
+        let (t, _) = flows_files(&paths, None, opts, &never).unwrap().unwrap();
         assert_eq!(t.counts().0, 3 * n);
-        assert!(flows_files(&paths, &keep, opts, &|| true)
-            .unwrap()
-            .is_none());
+        assert!(flows_files(&paths, None, opts, &|| true).unwrap().is_none());
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -6,11 +6,13 @@ use std::sync::Arc;
 
 use memmap2::Mmap;
 
+use super::bpf::FileFilter;
 use super::classic::{self, ClassicCursor};
 use super::pcapng::{NgCursor, BLOCK_SHB};
 use super::{FileFormat, Issue};
+use crate::decode::link::LINKTYPE_ETHERNET;
 use crate::error::{Error, Result};
-use crate::source::{PacketSource, RawPacket};
+use crate::source::{Fetch, PacketSource, RawPacket, SourceInfo, SCAN_BUDGET};
 
 /// A cursor over the records of either format, parsing from a `&[u8]`.
 #[derive(Clone, Debug)]
@@ -87,7 +89,9 @@ impl RecordCursor {
 
 /// A capture file mapped into memory, read record by record without copying.
 ///
-/// `next_packet` allocates nothing: packets borrow the map.
+/// Reading allocates nothing: packets borrow the map. As a [`PacketSource`] it applies the
+/// BPF filter installed with [`PacketSource::install_filter`]; [`next_packet`](Self::next_packet)
+/// reads every record.
 pub struct FileReader {
     path: PathBuf,
     map: Arc<Mmap>,
@@ -96,6 +100,7 @@ pub struct FileReader {
     done: bool,
     linktype: Option<u32>,
     snaplen: u32,
+    filter: Option<FileFilter>,
 }
 
 impl FileReader {
@@ -116,7 +121,7 @@ impl FileReader {
             };
             return Err(Error::Io {
                 path,
-                source: std::io::Error::other(what),
+                source: std::io::Error::other(what).into(),
             });
         }
         let file = File::open(&path).map_err(|e| Error::from_io(&path, e))?;
@@ -147,6 +152,7 @@ impl FileReader {
             done: false,
             linktype,
             snaplen,
+            filter: None,
         })
     }
 
@@ -192,9 +198,14 @@ impl FileReader {
     }
 }
 
-impl PacketSource for FileReader {
+impl FileReader {
+    /// The next record, `Ok(None)` at the end; the filter is not applied.
+    ///
+    /// # Errors
+    /// [`Error::Format`] for a malformed record, [`Error::Truncated`] for a cut last
+    /// record; the reader then reports the end.
     #[inline]
-    fn next_packet(&mut self) -> Result<Option<RawPacket<'_>>> {
+    pub fn next_packet(&mut self) -> Result<Option<RawPacket<'_>>> {
         if self.done {
             return Ok(None);
         }
@@ -209,6 +220,71 @@ impl PacketSource for FileReader {
                 Err(issue.into_error(&self.path))
             }
         }
+    }
+}
+
+impl PacketSource for FileReader {
+    #[inline]
+    fn fetch(&mut self) -> Result<Fetch<'_>> {
+        if self.done {
+            return Ok(Fetch::End);
+        }
+        let mut rejected = 0u32;
+        loop {
+            match self.cursor.next(&self.map) {
+                Ok(Some(p)) => {
+                    if let Some(f) = self.filter.as_mut() {
+                        match f.matches(&p) {
+                            Ok(true) => {}
+                            Ok(false) => {
+                                rejected += 1;
+                                if rejected >= SCAN_BUDGET {
+                                    return Ok(Fetch::Idle);
+                                }
+                                continue;
+                            }
+                            Err(e) => {
+                                self.done = true;
+                                return Err(e);
+                            }
+                        }
+                    }
+                    return Ok(Fetch::Packet(p));
+                }
+                Ok(None) => {
+                    self.done = true;
+                    return Ok(Fetch::End);
+                }
+                Err(issue) => {
+                    self.done = true;
+                    return Err(issue.into_error(&self.path));
+                }
+            }
+        }
+    }
+
+    fn info(&self) -> SourceInfo {
+        SourceInfo::Path(std::path::absolute(&self.path).unwrap_or_else(|_| self.path.clone()))
+    }
+
+    fn linktype(&self) -> Option<u32> {
+        self.linktype
+    }
+
+    fn snaplen(&self) -> u32 {
+        self.snaplen
+    }
+
+    fn progress(&self) -> Option<(u64, u64)> {
+        Some((self.position(), self.file_len()))
+    }
+
+    /// Compiled for the file's link type (pcapng: its first interface's, Ethernet when none
+    /// is described before the first packet), and for each other link type when met.
+    fn install_filter(&mut self, expr: &str) -> Result<()> {
+        let first = self.linktype.unwrap_or(LINKTYPE_ETHERNET);
+        self.filter = Some(FileFilter::new(expr, first, self.snaplen.max(1))?);
+        Ok(())
     }
 }
 

@@ -107,7 +107,7 @@ impl<W: Write> PcapWriter<W> {
     fn put(&mut self, bytes: &[u8]) -> Result<()> {
         self.out.write_all(bytes).map_err(|e| Error::Io {
             path: self.path.clone(),
-            source: e,
+            source: e.into(),
         })
     }
 
@@ -152,7 +152,7 @@ impl<W: Write> PcapWriter<W> {
         let path = self.path;
         self.out.into_inner().map_err(|e| Error::Io {
             path,
-            source: e.into_error(),
+            source: e.into_error().into(),
         })
     }
 }

@@ -234,7 +234,8 @@ pub fn generate_interruptible(
             path: path.to_path_buf(),
             source: std::io::Error::other(format!(
                 "dataset file is {file_size} bytes, expected {expected}"
-            )),
+            ))
+            .into(),
         });
     }
     Ok(Some(Dataset {
@@ -248,7 +249,6 @@ pub fn generate_interruptible(
 mod tests {
     use super::*;
     use crate::pcap::FileReader;
-    use crate::source::PacketSource;
 
     #[test]
     fn udp_frame_bytes() {

@@ -821,7 +821,7 @@ fn tls_summary(out: &mut impl core::fmt::Write, ch: &ClientHello<'_>) -> core::f
 /// The packet map of raw bytes (timestamps 0, caplen = len = `len(data)`).
 #[pyfunction]
 #[pyo3(signature = (data, linktype))]
-fn decode_bytes<'py>(
+pub fn decode_bytes<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyBytes>,
     linktype: u32,
@@ -840,15 +840,9 @@ fn decode_bytes<'py>(
 
 /// Replace the hooks applied to full maps (a tuple of callables, in order).
 #[pyfunction]
-fn set_decode_hooks(hooks: Bound<'_, PyTuple>) {
+pub fn set_decode_hooks(hooks: Bound<'_, PyTuple>) {
     let n = hooks.len();
     let mut guard = HOOKS.lock().unwrap_or_else(|p| p.into_inner());
     *guard = (n > 0).then(|| hooks.unbind());
     HOOK_COUNT.store(n, Ordering::Relaxed);
-}
-
-pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(decode_bytes, m)?)?;
-    m.add_function(wrap_pyfunction!(set_decode_hooks, m)?)?;
-    Ok(())
 }

@@ -10,7 +10,7 @@ use crate::perf::datasets::{self, Case};
 
 /// (allocations, bytes) requested from the Rust allocator by the whole process so far.
 #[pyfunction]
-fn native_alloc_counts() -> (u64, u64) {
+pub fn native_alloc_counts() -> (u64, u64) {
     let c = crate::alloc::process_counts();
     (c.allocs, c.bytes)
 }
@@ -24,7 +24,7 @@ fn check_count(count: i64) -> PyResult<u64> {
 /// Write `count` packets of `case` to `path`; returns (packets, bytes, file_size). Checks for
 /// signals (Ctrl-C) every 65,536 packets.
 #[pyfunction]
-fn generate_dataset(
+pub fn generate_dataset(
     py: Python<'_>,
     case: &str,
     count: i64,
@@ -51,7 +51,7 @@ fn generate_dataset(
 
 /// (captured bytes, file size) of `count` packets of `case`.
 #[pyfunction]
-fn dataset_expected(case: &str, count: i64) -> PyResult<(u64, u64)> {
+pub fn dataset_expected(case: &str, count: i64) -> PyResult<(u64, u64)> {
     let case = Case::parse(case)?;
     let count = check_count(count)?;
     Ok((case.expected_bytes(count)?, case.expected_file_size(count)?))
@@ -59,16 +59,12 @@ fn dataset_expected(case: &str, count: i64) -> PyResult<(u64, u64)> {
 
 /// The frame bytes of packet `index` of `case`.
 #[pyfunction]
-fn dataset_frame<'py>(py: Python<'py>, case: &str, index: i64) -> PyResult<Bound<'py, PyBytes>> {
+pub fn dataset_frame<'py>(
+    py: Python<'py>,
+    case: &str,
+    index: i64,
+) -> PyResult<Bound<'py, PyBytes>> {
     let case = Case::parse(case)?;
     let (size, traffic) = case.frame_kind(check_count(index)?);
     Ok(PyBytes::new(py, &datasets::frame(size, traffic)?))
-}
-
-pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(native_alloc_counts, m)?)?;
-    m.add_function(wrap_pyfunction!(generate_dataset, m)?)?;
-    m.add_function(wrap_pyfunction!(dataset_expected, m)?)?;
-    m.add_function(wrap_pyfunction!(dataset_frame, m)?)?;
-    Ok(())
 }

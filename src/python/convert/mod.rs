@@ -1,9 +1,16 @@
-//! What every packet source shares: the decode mode and the conversion of one packet.
+//! Conversion between the core's values and Python objects: packets (as `Packet`
+//! objects, packet maps or flow dicts), statistics, and the arguments that name a source.
+
+pub mod flow_dict;
+pub mod options;
+pub mod packet;
+pub mod stats;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use crate::source::RawPacket;
+use packet::{MappedFile, Packet};
 
 /// What a source yields for each packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,12 +44,11 @@ pub fn to_python<'py>(
     pkt: &RawPacket<'_>,
 ) -> PyResult<(Bound<'py, PyAny>, bool)> {
     match mode {
-        DecodeMode::Raw => Ok((
-            Bound::new(py, super::reader::Packet::from_raw(py, pkt))?.into_any(),
-            false,
-        )),
-        DecodeMode::Full => super::decode::full_map(py, pkt).map(|(d, e)| (d.into_any(), e)),
-        DecodeMode::Flow => super::flow::flow_dict(py, pkt).map(|(d, e)| (d.into_any(), e)),
+        DecodeMode::Raw => Ok((Bound::new(py, Packet::from_raw(py, pkt))?.into_any(), false)),
+        DecodeMode::Full => {
+            crate::python::decode::full_map(py, pkt).map(|(d, e)| (d.into_any(), e))
+        }
+        DecodeMode::Flow => flow_dict::flow_dict(py, pkt).map(|(d, e)| (d.into_any(), e)),
     }
 }
 
@@ -53,12 +59,12 @@ pub fn to_python_mapped<'py>(
     py: Python<'py>,
     mode: DecodeMode,
     pkt: &RawPacket<'_>,
-    map: &Py<super::reader::MappedFile>,
+    map: &Py<MappedFile>,
     offset: usize,
 ) -> PyResult<(Bound<'py, PyAny>, bool)> {
     match mode {
         DecodeMode::Raw => Ok((
-            Bound::new(py, super::reader::Packet::from_mapped(py, map, offset, pkt))?.into_any(),
+            Bound::new(py, Packet::from_mapped(py, map, offset, pkt))?.into_any(),
             false,
         )),
         _ => to_python(py, mode, pkt),

@@ -1,0 +1,19 @@
+"""``Reduced``: the signal that stops a reduction (files and devices, one native fold)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["Reduced"]
+
+
+class Reduced:
+    """Wrap an accumulator to stop a reduction at once: ``return paclo.Reduced(acc)``."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"Reduced({self.value!r})"

@@ -1,0 +1,1309 @@
+//! The fingerprinting state machine: [`Fingerprinter::process`] reads one
+//! [`RawPacket`] and reports every fingerprint it completes as an [`Event`].
+//!
+//! Single-packet methods (JA4 of a whole ClientHello, JA4S, JA4T, JA4H, JA4D, JA4D6, JA4
+//! of a QUIC Initial holding the whole ClientHello) keep no state. The others keep bounded
+//! tables ([`Config`] sets the bounds; the defaults are those of the JA4 library's
+//! reference implementation) whose evictions and expiries are counted in [`Counters`]:
+//!
+//! | state | bound | idle limit |
+//! |---|---|---|
+//! | TCP handshakes (JA4L, the client side for JA4SSH) | 10,000 connections | 600 s |
+//! | JA4SSH windows | 10,000 connections | 600 s |
+//! | JA4TS SYN-ACK retransmissions | 1,000 connections | 120 s |
+//! | TLS handshake reassembly (JA4, JA4S, JA4X across TCP segments) | 50 streams | 30 s |
+//! | HTTP request heads across segments (JA4H) | 100 streams | 600 s |
+//! | QUIC Initial packets (JA4 across datagrams, JA4S of the server's Initial) | 1,000 connections | 30 s |
+//!
+//! Times are capture times, so a file and a live capture age state the same way.
+//! Reassembly follows TCP sequence numbers in order: a retransmitted segment is skipped,
+//! a gap ends the stream (counted). Buffers of ended streams are reused.
+
+use super::hello::{
+    certificates, ClientHello, ServerHello, CONTENT_HANDSHAKE, HANDSHAKE_HEADER_LEN,
+    HS_CERTIFICATE, HS_CLIENT_HELLO, HS_SERVER_HELLO, RECORD_HEADER_LEN, TLS13,
+};
+use super::ja4::{self, Transport};
+use super::ja4l::{self, Ja4lState};
+use super::ja4ssh::{self, Ja4sshWindow};
+use super::ja4t::{self, flags};
+use super::ja4ts::Ja4tsState;
+use super::quic::{self, CryptoStream};
+use super::table::{Table, TableCounts};
+use super::{ja4d, ja4d6, ja4h, ja4s, ja4x, Method, Methods, Output, Text, VALUE_CAP};
+use crate::decode::{self, L3, L4};
+use crate::RawPacket;
+
+const SECOND: i64 = 1_000_000_000;
+const HS_SERVER_HELLO_DONE: u8 = 14;
+/// The most bytes one reassembled TLS or HTTP stream holds.
+pub const STREAM_CAP: usize = 65536;
+const TCP_ORIENTED_PORTS_SSH: u16 = 22;
+
+/// Bounds of the per-connection state (the reference implementation's defaults).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Which fingerprints to give.
+    pub methods: Methods,
+    /// TCP handshakes kept for JA4L and JA4SSH's client side.
+    pub tcp_connections: usize,
+    /// Their idle limit, ns.
+    pub tcp_idle_ns: i64,
+    /// JA4SSH connections.
+    pub ssh_connections: usize,
+    /// Their idle limit, ns.
+    pub ssh_idle_ns: i64,
+    /// JA4TS connections.
+    pub ja4ts_connections: usize,
+    /// Their idle limit, ns.
+    pub ja4ts_idle_ns: i64,
+    /// TLS handshakes reassembled across segments.
+    pub tls_streams: usize,
+    /// Their idle limit, ns.
+    pub tls_idle_ns: i64,
+    /// HTTP request heads reassembled across segments.
+    pub http_streams: usize,
+    /// Their idle limit, ns.
+    pub http_idle_ns: i64,
+    /// QUIC connections whose Initial packets are followed.
+    pub quic_connections: usize,
+    /// Their idle limit, ns.
+    pub quic_idle_ns: i64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            methods: Methods::ALL,
+            tcp_connections: 10_000,
+            tcp_idle_ns: 600 * SECOND,
+            ssh_connections: 10_000,
+            ssh_idle_ns: 600 * SECOND,
+            ja4ts_connections: 1_000,
+            ja4ts_idle_ns: 120 * SECOND,
+            tls_streams: 50,
+            tls_idle_ns: 30 * SECOND,
+            http_streams: 100,
+            http_idle_ns: 600 * SECOND,
+            quic_connections: 1_000,
+            quic_idle_ns: 30 * SECOND,
+        }
+    }
+}
+
+/// What the state machine counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Packets read.
+    pub packets: u64,
+    /// Fingerprints given.
+    pub fingerprints: u64,
+    /// TCP handshake table.
+    pub tcp: TableCounts,
+    /// JA4SSH table.
+    pub ssh: TableCounts,
+    /// JA4TS table.
+    pub ja4ts: TableCounts,
+    /// TLS reassembly table.
+    pub tls: TableCounts,
+    /// HTTP reassembly table.
+    pub http: TableCounts,
+    /// QUIC table.
+    pub quic: TableCounts,
+    /// Streams ended by a sequence gap (a lost or out-of-order segment).
+    pub stream_gaps: u64,
+    /// Streams ended because they outgrew [`STREAM_CAP`].
+    pub stream_overflows: u64,
+    /// Messages that looked like a method's input but gave no fingerprint (malformed,
+    /// truncated at the end of a stream, or longer than a fixed buffer).
+    pub unparsed: u64,
+}
+
+impl Counters {
+    /// Count a stream that could not go on: a sequence gap, or a full buffer.
+    fn stream_ended(&mut self, gap: bool) {
+        if gap {
+            self.stream_gaps += 1;
+        } else {
+            self.stream_overflows += 1;
+        }
+    }
+}
+
+/// One end of a packet: an address (IPv4 as IPv4-mapped IPv6) and a port (0 without one).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Endpoint {
+    /// 16-byte address.
+    pub addr: [u8; 16],
+    /// Port.
+    pub port: u16,
+}
+
+/// One fingerprint, borrowed from the state machine until its next call.
+#[derive(Clone, Copy, Debug)]
+pub struct Event<'a> {
+    /// Capture time of the packet that completed it.
+    pub ts_ns: i64,
+    /// The method.
+    pub method: Method,
+    /// The fingerprint.
+    pub value: &'a str,
+    /// The raw form (empty for methods without one).
+    pub raw: &'a str,
+    /// IP version of the packet (4 or 6).
+    pub ip_version: u8,
+    /// IP protocol (6 TCP, 17 UDP).
+    pub protocol: u8,
+    /// The packet's source.
+    pub src: Endpoint,
+    /// The packet's destination.
+    pub dst: Endpoint,
+}
+
+/// A connection, the same for both directions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct ConnKey {
+    lo: Endpoint,
+    hi: Endpoint,
+    proto: u8,
+}
+
+fn conn_key(src: Endpoint, dst: Endpoint, proto: u8) -> (ConnKey, bool) {
+    if src <= dst {
+        (
+            ConnKey {
+                lo: src,
+                hi: dst,
+                proto,
+            },
+            true,
+        )
+    } else {
+        (
+            ConnKey {
+                lo: dst,
+                hi: src,
+                proto,
+            },
+            false,
+        )
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct TcpConn {
+    /// Whether the `lo` endpoint sent the SYN.
+    client_is_lo: bool,
+    ja4l: Ja4lState,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct SshConn {
+    client_is_lo: bool,
+    /// The last packet's addresses and time, for the value given at the end.
+    last: Ctx,
+    next_seq: [Option<u32>; 2],
+    window: Ja4sshWindow,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct TsConn {
+    server_is_lo: bool,
+    state: Option<Ja4tsState>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+enum StreamKind {
+    #[default]
+    TlsClient,
+    TlsServer,
+    Http,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct StreamKey {
+    conn: ConnKey,
+    from_lo: bool,
+    kind: StreamKind,
+}
+
+/// A reassembled TCP byte stream. For TLS the buffer holds, in place, the handshake bytes
+/// taken out of complete records (`..hs_end`, read from `hs_pos`) followed by the raw bytes
+/// not yet split into records (`rec_pos..`).
+#[derive(Debug, Default)]
+struct Stream {
+    next_seq: u32,
+    buf: Vec<u8>,
+    hs_pos: usize,
+    hs_end: usize,
+    rec_pos: usize,
+    /// The ServerHello was already fingerprinted from its own segment.
+    skip_server_hello: bool,
+    tls13: bool,
+}
+
+impl Stream {
+    fn reset(&mut self, next_seq: u32) {
+        self.next_seq = next_seq;
+        self.buf.clear();
+        self.hs_pos = 0;
+        self.hs_end = 0;
+        self.rec_pos = 0;
+        self.skip_server_hello = false;
+        self.tls13 = false;
+    }
+
+    /// Append a segment; `Err(gap)` when it cannot follow (a gap, or the buffer is full).
+    fn feed(&mut self, seq: u32, payload: &[u8]) -> Result<(), bool> {
+        let ahead = seq.wrapping_sub(self.next_seq) as i32;
+        let data = if ahead == 0 {
+            payload
+        } else if ahead < 0 {
+            let skip = ahead.unsigned_abs() as usize;
+            payload.get(skip..).unwrap_or(&[])
+        } else {
+            return Err(true);
+        };
+        if self.buf.len() + data.len() > STREAM_CAP {
+            return Err(false);
+        }
+        if self.buf.capacity() == 0 {
+            self.buf.reserve_exact(STREAM_CAP);
+        }
+        self.buf.extend_from_slice(data);
+        self.next_seq = self.next_seq.wrapping_add(data.len() as u32);
+        Ok(())
+    }
+}
+
+/// The fields of the packet an event names.
+#[derive(Clone, Copy, Debug, Default)]
+struct Ctx {
+    ts_ns: i64,
+    ip_version: u8,
+    protocol: u8,
+    src: Endpoint,
+    dst: Endpoint,
+}
+
+/// Buffers the methods write into.
+struct Scratch {
+    out: Box<Output>,
+    ja4: Box<ja4::Scratch>,
+    ja4h: Box<ja4h::Scratch>,
+    text: Box<Text<VALUE_CAP>>,
+    quic_plain: Box<[u8]>,
+    quic_crypto: Box<CryptoStream>,
+}
+
+/// What handling a run of TLS handshake messages concluded.
+enum TlsStep {
+    /// More bytes are needed.
+    More,
+    /// The handshake part this stream follows is over.
+    Done,
+}
+
+/// The state machine. See the module documentation.
+pub struct Fingerprinter {
+    cfg: Config,
+    counters: Counters,
+    tcp: Table<ConnKey, TcpConn>,
+    ssh: Table<ConnKey, SshConn>,
+    ja4ts: Table<ConnKey, TsConn>,
+    tls: Table<StreamKey, Stream>,
+    http: Table<StreamKey, Stream>,
+    quic: Table<ConnKey, QuicConn>,
+    s: Scratch,
+}
+
+/// What a QUIC connection keeps: the client's original Destination Connection ID (the
+/// server's Initial keys derive from it) and the client's CRYPTO bytes until the
+/// ClientHello is whole.
+#[derive(Default)]
+struct QuicConn {
+    version: u32,
+    dcid: [u8; quic::MAX_CID_LEN],
+    dcid_len: u8,
+    client_is_lo: bool,
+    client_done: bool,
+    server_done: bool,
+    crypto: Option<Box<CryptoStream>>,
+}
+
+fn emit<F: FnMut(&Event)>(
+    ctx: &Ctx,
+    method: Method,
+    value: &str,
+    raw: &str,
+    counters: &mut Counters,
+    f: &mut F,
+) {
+    counters.fingerprints += 1;
+    f(&Event {
+        ts_ns: ctx.ts_ns,
+        method,
+        value,
+        raw,
+        ip_version: ctx.ip_version,
+        protocol: ctx.protocol,
+        src: ctx.src,
+        dst: ctx.dst,
+    });
+}
+
+/// JA4 (and JA4_o) of a ClientHello body.
+#[allow(clippy::too_many_arguments)]
+fn client_hello<F: FnMut(&Event)>(
+    body: &[u8],
+    transport: Transport,
+    dtls: bool,
+    cfg: &Config,
+    scratch: &mut ja4::Scratch,
+    out: &mut Output,
+    counters: &mut Counters,
+    ctx: &Ctx,
+    f: &mut F,
+) {
+    let Some(h) = ClientHello::parse_body(body, dtls) else {
+        counters.unparsed += 1;
+        return;
+    };
+    for (m, original) in [(Method::Ja4, false), (Method::Ja4O, true)] {
+        if cfg.methods.has(m) {
+            if ja4::ja4(&h, transport, original, scratch, out) {
+                emit(ctx, m, out.value.as_str(), out.raw.as_str(), counters, f);
+            } else {
+                counters.unparsed += 1;
+            }
+        }
+    }
+}
+
+/// JA4S of a ServerHello body; the negotiated version, when it parsed.
+fn server_hello<F: FnMut(&Event)>(
+    body: &[u8],
+    transport: Transport,
+    cfg: &Config,
+    out: &mut Output,
+    counters: &mut Counters,
+    ctx: &Ctx,
+    f: &mut F,
+) -> Option<u16> {
+    let Some(h) = ServerHello::parse_body(body) else {
+        counters.unparsed += 1;
+        return None;
+    };
+    if cfg.methods.has(Method::Ja4S) {
+        if ja4s::ja4s(&h, transport, out) {
+            emit(
+                ctx,
+                Method::Ja4S,
+                out.value.as_str(),
+                out.raw.as_str(),
+                counters,
+                f,
+            );
+        } else {
+            counters.unparsed += 1;
+        }
+    }
+    Some(h.version())
+}
+
+fn certificate<F: FnMut(&Event)>(
+    body: &[u8],
+    out: &mut Output,
+    counters: &mut Counters,
+    ctx: &Ctx,
+    f: &mut F,
+) {
+    for der in certificates(body) {
+        if ja4x::ja4x(der, out) {
+            emit(
+                ctx,
+                Method::Ja4X,
+                out.value.as_str(),
+                out.raw.as_str(),
+                counters,
+                f,
+            );
+        } else {
+            counters.unparsed += 1;
+        }
+    }
+}
+
+/// Split complete records into handshake bytes and handle complete messages.
+fn tls_progress<F: FnMut(&Event)>(
+    st: &mut Stream,
+    kind: StreamKind,
+    cfg: &Config,
+    s: &mut Scratch,
+    counters: &mut Counters,
+    ctx: &Ctx,
+    f: &mut F,
+) -> TlsStep {
+    loop {
+        // Records into handshake bytes.
+        while let Some(hdr) = st.buf.get(st.rec_pos..st.rec_pos + RECORD_HEADER_LEN) {
+            let len = usize::from(u16::from_be_bytes([hdr[3], hdr[4]]));
+            if hdr[0] != CONTENT_HANDSHAKE || hdr[1] != 3 {
+                return TlsStep::Done;
+            }
+            let start = st.rec_pos + RECORD_HEADER_LEN;
+            if st.buf.len() < start + len {
+                break;
+            }
+            st.buf.copy_within(start..start + len, st.hs_end);
+            st.hs_end += len;
+            st.rec_pos = start + len;
+        }
+        // Handshake messages.
+        let Some(h) = st.buf.get(st.hs_pos..st.hs_pos + HANDSHAKE_HEADER_LEN) else {
+            return TlsStep::More;
+        };
+        if st.hs_pos + HANDSHAKE_HEADER_LEN > st.hs_end {
+            return TlsStep::More;
+        }
+        let ty = h[0];
+        let len = usize::from(h[1]) << 16 | usize::from(h[2]) << 8 | usize::from(h[3]);
+        let body_start = st.hs_pos + HANDSHAKE_HEADER_LEN;
+        if body_start + len > st.hs_end {
+            if body_start + len > STREAM_CAP {
+                counters.stream_overflows += 1;
+                return TlsStep::Done;
+            }
+            return TlsStep::More;
+        }
+        let body = &st.buf[body_start..body_start + len];
+        st.hs_pos = body_start + len;
+        match (kind, ty) {
+            (StreamKind::TlsClient, HS_CLIENT_HELLO) => {
+                client_hello(
+                    body,
+                    Transport::Tcp,
+                    false,
+                    cfg,
+                    &mut s.ja4,
+                    &mut s.out,
+                    counters,
+                    ctx,
+                    f,
+                );
+                return TlsStep::Done;
+            }
+            (StreamKind::TlsServer, HS_SERVER_HELLO) => {
+                let v = if st.skip_server_hello {
+                    ServerHello::parse_body(body).map(|h| h.version())
+                } else {
+                    server_hello(body, Transport::Tcp, cfg, &mut s.out, counters, ctx, f)
+                };
+                if v.is_none_or(|v| v == TLS13) || !cfg.methods.has(Method::Ja4X) {
+                    st.tls13 = true;
+                    return TlsStep::Done;
+                }
+            }
+            (StreamKind::TlsServer, HS_CERTIFICATE) => {
+                if cfg.methods.has(Method::Ja4X) {
+                    certificate(body, &mut s.out, counters, ctx, f);
+                }
+                return TlsStep::Done;
+            }
+            (StreamKind::TlsServer, HS_SERVER_HELLO_DONE) => return TlsStep::Done,
+            (StreamKind::TlsClient, _) => return TlsStep::Done,
+            _ => {}
+        }
+        if st.hs_pos == st.hs_end {
+            // Everything split so far is handled: move the raw rest to the front.
+            st.buf.copy_within(st.rec_pos.., 0);
+            st.buf.truncate(st.buf.len() - st.rec_pos);
+            st.rec_pos = 0;
+            st.hs_pos = 0;
+            st.hs_end = 0;
+        }
+    }
+}
+
+fn address(l3: &L3) -> Option<(u8, [u8; 16], [u8; 16], u8)> {
+    match l3 {
+        L3::Ipv4(v4) => {
+            let m = |a: [u8; 4]| {
+                let mut x = [0u8; 16];
+                x[10] = 0xff;
+                x[11] = 0xff;
+                x[12..].copy_from_slice(&a);
+                x
+            };
+            Some((
+                4,
+                m(v4.header.source()),
+                m(v4.header.destination()),
+                v4.header.ttl(),
+            ))
+        }
+        L3::Ipv6(v6) => Some((
+            6,
+            v6.header.source(),
+            v6.header.destination(),
+            v6.header.hop_limit(),
+        )),
+        _ => None,
+    }
+}
+
+impl Fingerprinter {
+    /// A state machine with the given bounds.
+    pub fn new(cfg: Config) -> Self {
+        Fingerprinter {
+            tcp: Table::new(cfg.tcp_connections, cfg.tcp_idle_ns),
+            ssh: Table::new(cfg.ssh_connections, cfg.ssh_idle_ns),
+            ja4ts: Table::new(cfg.ja4ts_connections, cfg.ja4ts_idle_ns),
+            tls: Table::new(cfg.tls_streams, cfg.tls_idle_ns),
+            http: Table::new(cfg.http_streams, cfg.http_idle_ns),
+            quic: Table::new(cfg.quic_connections, cfg.quic_idle_ns),
+            cfg,
+            counters: Counters::default(),
+            s: Scratch {
+                out: Output::new(),
+                ja4: ja4::Scratch::new(),
+                ja4h: ja4h::Scratch::new(),
+                text: Box::new(Text::new()),
+                quic_plain: vec![0u8; quic::MAX_PACKET].into_boxed_slice(),
+                quic_crypto: Box::default(),
+            },
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// Counters so far (table sizes as of now).
+    pub fn counters(&self) -> Counters {
+        Counters {
+            tcp: self.tcp.counts(),
+            ssh: self.ssh.counts(),
+            ja4ts: self.ja4ts.counts(),
+            tls: self.tls.counts(),
+            http: self.http.counts(),
+            quic: self.quic.counts(),
+            ..self.counters
+        }
+    }
+
+    /// The end of the packets: give the JA4SSH window every connection holds open (in
+    /// the order the connections were last used, oldest first), as the reference
+    /// implementations do when their input ends.
+    pub fn finish<F: FnMut(&Event)>(&mut self, f: &mut F) {
+        let out = &mut self.s.out.value;
+        let counters = &mut self.counters;
+        self.ssh.drain_oldest_first(|c| {
+            if !c.window.is_empty() {
+                out.clear();
+                c.window.finish(out);
+                emit(&c.last, Method::Ja4Ssh, out.as_str(), "", counters, f);
+            }
+        });
+    }
+
+    /// Forget every connection (buffers are kept; counters are not reset).
+    pub fn clear(&mut self) {
+        self.tcp.clear();
+        self.ssh.clear();
+        self.ja4ts.clear();
+        self.tls.clear();
+        self.http.clear();
+        self.quic.clear();
+    }
+
+    /// Read one packet and call `f` for each fingerprint it completes.
+    pub fn process<F: FnMut(&Event)>(&mut self, pkt: &RawPacket, f: &mut F) {
+        self.counters.packets += 1;
+        let d = decode::decode(pkt.linktype, pkt.data);
+        let Some(l3) = d.l3.as_ref() else {
+            return;
+        };
+        let Some((ip_version, src, dst, ttl)) = address(l3) else {
+            return;
+        };
+        let l4 = match l3 {
+            L3::Ipv4(v4) => &v4.l4,
+            L3::Ipv6(v6) => &v6.l4,
+            _ => return,
+        };
+        match l4 {
+            L4::Tcp(t, _) => {
+                let ctx = Ctx {
+                    ts_ns: pkt.ts_ns,
+                    ip_version,
+                    protocol: 6,
+                    src: Endpoint {
+                        addr: src,
+                        port: t.source_port(),
+                    },
+                    dst: Endpoint {
+                        addr: dst,
+                        port: t.destination_port(),
+                    },
+                };
+                let fl = t.slice()[13];
+                self.tcp_packet(
+                    &ctx,
+                    fl,
+                    t.sequence_number(),
+                    t.acknowledgment_number(),
+                    t.window_size(),
+                    t.options(),
+                    t.payload(),
+                    ttl,
+                    f,
+                );
+            }
+            L4::Udp(u, _) => {
+                let ctx = Ctx {
+                    ts_ns: pkt.ts_ns,
+                    ip_version,
+                    protocol: 17,
+                    src: Endpoint {
+                        addr: src,
+                        port: u.source_port(),
+                    },
+                    dst: Endpoint {
+                        addr: dst,
+                        port: u.destination_port(),
+                    },
+                };
+                self.udp_packet(&ctx, u.payload(), f);
+            }
+            _ => {}
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn tcp_packet<F: FnMut(&Event)>(
+        &mut self,
+        ctx: &Ctx,
+        fl: u8,
+        seq: u32,
+        ack_no: u32,
+        window: u16,
+        options: &[u8],
+        payload: &[u8],
+        ttl: u8,
+        f: &mut F,
+    ) {
+        let m = self.cfg.methods;
+        let (key, from_lo) = conn_key(ctx.src, ctx.dst, 6);
+        let syn = fl & flags::SYN != 0;
+        let ack = fl & flags::ACK != 0;
+        let now = ctx.ts_ns;
+
+        if syn && !ack {
+            if m.has(Method::Ja4T) {
+                let t = &mut self.s.out.value;
+                t.clear();
+                ja4t::ja4t(window, options, t);
+                emit(ctx, Method::Ja4T, t.as_str(), "", &mut self.counters, f);
+            }
+            let restart = |old: Option<TcpConn>, same: bool| match old {
+                // A SYN again after the SYN-ACK changes nothing; before it, it restarts the
+                // timing.
+                Some(c) if same && c.ja4l.synack.is_some() => c,
+                _ => TcpConn {
+                    client_is_lo: from_lo,
+                    ja4l: Ja4lState {
+                        syn: Some((now, ttl)),
+                        synack: None,
+                        isn: (seq, 0),
+                    },
+                },
+            };
+            if m.has(Method::Ja4LC) || m.has(Method::Ja4LS) || m.has(Method::Ja4Ssh) {
+                self.tcp.insert_with(key, now, restart);
+            }
+        } else if syn && ack {
+            if m.has(Method::Ja4TS) {
+                let t = &mut self.s.out.value;
+                t.clear();
+                let written = match self.ja4ts.get_mut(&key, now) {
+                    Some(TsConn {
+                        state: Some(st), ..
+                    }) => st.retransmission(now, t),
+                    _ => {
+                        let st = Ja4tsState::first(now, window, options, t);
+                        self.ja4ts.insert_with(key, now, |_, _| TsConn {
+                            server_is_lo: from_lo,
+                            state: Some(st),
+                        });
+                        true
+                    }
+                };
+                if written {
+                    emit(ctx, Method::Ja4TS, t.as_str(), "", &mut self.counters, f);
+                }
+            }
+            if m.has(Method::Ja4LS) || m.has(Method::Ja4LC) {
+                if let Some(c) = self.tcp.get_mut(&key, now) {
+                    if c.client_is_lo != from_lo && c.ja4l.synack.is_none() {
+                        if let Some((a, _)) = c.ja4l.syn {
+                            c.ja4l.synack = Some((now, ttl));
+                            c.ja4l.isn.1 = seq;
+                            if m.has(Method::Ja4LS) {
+                                let t = &mut self.s.out.value;
+                                t.clear();
+                                ja4l::write(a, now, ttl, t);
+                                emit(ctx, Method::Ja4LS, t.as_str(), "", &mut self.counters, f);
+                            }
+                        }
+                    }
+                }
+            }
+        } else {
+            if fl & flags::RST != 0 && m.has(Method::Ja4TS) {
+                if let Some(TsConn {
+                    server_is_lo,
+                    state: Some(st),
+                }) = self.ja4ts.get_mut(&key, now)
+                {
+                    let t = &mut self.s.out.value;
+                    t.clear();
+                    if *server_is_lo == from_lo && st.reset(now, t) {
+                        emit(ctx, Method::Ja4TS, t.as_str(), "", &mut self.counters, f);
+                    }
+                }
+            }
+            if ack && m.has(Method::Ja4LC) {
+                if let Some(c) = self.tcp.get_mut(&key, now) {
+                    let rel = (
+                        seq.wrapping_sub(c.ja4l.isn.0),
+                        ack_no.wrapping_sub(c.ja4l.isn.1),
+                    );
+                    let http_request = ja4h::looks_like_request(payload) && head_complete(payload);
+                    if c.client_is_lo == from_lo && rel == (1, 1) && !http_request {
+                        if let (Some(_), Some((b, _))) = (c.ja4l.syn, c.ja4l.synack) {
+                            let client_ttl = c.ja4l.syn.map_or(0, |s| s.1);
+                            let t = &mut self.s.out.value;
+                            t.clear();
+                            ja4l::write(b, now, client_ttl, t);
+                            emit(ctx, Method::Ja4LC, t.as_str(), "", &mut self.counters, f);
+                        }
+                    }
+                }
+            }
+        }
+
+        if m.has(Method::Ja4Ssh) {
+            self.ssh_packet(ctx, &key, from_lo, fl, seq, payload, f);
+        }
+        if payload.is_empty() {
+            return;
+        }
+        self.tls_segment(ctx, &key, from_lo, seq, payload, f);
+        if m.has(Method::Ja4H) {
+            self.http_segment(ctx, &key, from_lo, seq, payload, f);
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn ssh_packet<F: FnMut(&Event)>(
+        &mut self,
+        ctx: &Ctx,
+        key: &ConnKey,
+        from_lo: bool,
+        fl: u8,
+        seq: u32,
+        payload: &[u8],
+        f: &mut F,
+    ) {
+        let now = ctx.ts_ns;
+        if fl & flags::SYN != 0 {
+            return;
+        }
+        if !self.ssh.contains(key) {
+            let port22 =
+                ctx.src.port == TCP_ORIENTED_PORTS_SSH || ctx.dst.port == TCP_ORIENTED_PORTS_SSH;
+            if !(port22 || ja4ssh::is_banner(payload)) {
+                return;
+            }
+            let client_is_lo = match self.tcp.get_mut(key, now) {
+                Some(c) => c.client_is_lo,
+                None if port22 => {
+                    // The port-22 side is the server.
+                    let lo_is_server = if from_lo {
+                        ctx.src.port == TCP_ORIENTED_PORTS_SSH
+                    } else {
+                        ctx.dst.port == TCP_ORIENTED_PORTS_SSH
+                    };
+                    !lo_is_server
+                }
+                // Without a handshake or port 22, the first banner seen is the server's.
+                None => !from_lo,
+            };
+            self.ssh.insert_with(*key, now, |_, _| SshConn {
+                client_is_lo,
+                ..SshConn::default()
+            });
+        }
+        let Some(c) = self.ssh.get_mut(key, now) else {
+            return;
+        };
+        let from_server = c.client_is_lo != from_lo;
+        let dir = usize::from(from_server);
+        c.last = *ctx;
+        let mut counted_len = payload.len();
+        if !payload.is_empty() {
+            // A segment wholly before the next expected byte is a retransmission.
+            let end = seq.wrapping_add(payload.len() as u32);
+            match c.next_seq[dir] {
+                Some(next) if (end.wrapping_sub(next) as i32) <= 0 => counted_len = 0,
+                _ => c.next_seq[dir] = Some(end),
+            }
+            if counted_len == 0 {
+                return;
+            }
+        }
+        let bare_ack = fl == flags::ACK && payload.is_empty();
+        let full = c.window.add(from_server, counted_len, bare_ack);
+        let fin = fl & flags::FIN != 0 && fl & flags::ACK != 0;
+        if full || (fin && !c.window.is_empty()) {
+            let t = &mut self.s.out.value;
+            t.clear();
+            c.window.finish(t);
+            emit(ctx, Method::Ja4Ssh, t.as_str(), "", &mut self.counters, f);
+        }
+    }
+
+    fn tls_segment<F: FnMut(&Event)>(
+        &mut self,
+        ctx: &Ctx,
+        key: &ConnKey,
+        from_lo: bool,
+        seq: u32,
+        payload: &[u8],
+        f: &mut F,
+    ) {
+        let m = self.cfg.methods;
+        let now = ctx.ts_ns;
+        let want_client = m.has(Method::Ja4) || m.has(Method::Ja4O);
+        let want_server = m.has(Method::Ja4S) || m.has(Method::Ja4X);
+        for kind in [StreamKind::TlsClient, StreamKind::TlsServer] {
+            let sk = StreamKey {
+                conn: *key,
+                from_lo,
+                kind,
+            };
+            if let Some(st) = self.tls.get_mut(&sk, now) {
+                let done = match st.feed(seq, payload) {
+                    Ok(()) => matches!(
+                        tls_progress(st, kind, &self.cfg, &mut self.s, &mut self.counters, ctx, f),
+                        TlsStep::Done
+                    ),
+                    Err(gap) => {
+                        self.counters.stream_ended(gap);
+                        true
+                    }
+                };
+                if done {
+                    self.tls.remove(&sk);
+                }
+                return;
+            }
+        }
+        if !super::hello::is_record(payload, CONTENT_HANDSHAKE) || payload.len() < 6 {
+            return;
+        }
+        let hs_type = payload[RECORD_HEADER_LEN];
+        let kind = match hs_type {
+            HS_CLIENT_HELLO if want_client => StreamKind::TlsClient,
+            HS_SERVER_HELLO if want_server => StreamKind::TlsServer,
+            _ => return,
+        };
+        // The whole message in its own record: no state unless JA4X needs what follows.
+        let whole = super::hello::handshake_in_record(payload, hs_type);
+        let mut skip_server_hello = false;
+        if let Some(body) = whole {
+            if kind == StreamKind::TlsClient {
+                client_hello(
+                    body,
+                    Transport::Tcp,
+                    false,
+                    &self.cfg,
+                    &mut self.s.ja4,
+                    &mut self.s.out,
+                    &mut self.counters,
+                    ctx,
+                    f,
+                );
+                return;
+            }
+            let v = server_hello(
+                body,
+                Transport::Tcp,
+                &self.cfg,
+                &mut self.s.out,
+                &mut self.counters,
+                ctx,
+                f,
+            );
+            if v.is_none_or(|v| v == TLS13) || !m.has(Method::Ja4X) {
+                return;
+            }
+            skip_server_hello = true;
+        }
+        let sk = StreamKey {
+            conn: *key,
+            from_lo,
+            kind,
+        };
+        let Some(st) = self.tls.insert_with(sk, now, |old, _| {
+            let mut st = old.unwrap_or_default();
+            st.reset(seq);
+            st
+        }) else {
+            return;
+        };
+        st.skip_server_hello = skip_server_hello;
+        let done = match st.feed(seq, payload) {
+            Ok(()) => matches!(
+                tls_progress(st, kind, &self.cfg, &mut self.s, &mut self.counters, ctx, f),
+                TlsStep::Done
+            ),
+            Err(_) => {
+                self.counters.stream_overflows += 1;
+                true
+            }
+        };
+        if done {
+            self.tls.remove(&sk);
+        }
+    }
+
+    fn http_segment<F: FnMut(&Event)>(
+        &mut self,
+        ctx: &Ctx,
+        key: &ConnKey,
+        from_lo: bool,
+        seq: u32,
+        payload: &[u8],
+        f: &mut F,
+    ) {
+        let now = ctx.ts_ns;
+        let sk = StreamKey {
+            conn: *key,
+            from_lo,
+            kind: StreamKind::Http,
+        };
+        if let Some(st) = self.http.get_mut(&sk, now) {
+            let done = match st.feed(seq, payload) {
+                Ok(()) => {
+                    if head_complete(&st.buf) {
+                        if ja4h::ja4h(&st.buf, &mut self.s.ja4h, &mut self.s.out) {
+                            let o = &self.s.out;
+                            emit(
+                                ctx,
+                                Method::Ja4H,
+                                o.value.as_str(),
+                                o.raw.as_str(),
+                                &mut self.counters,
+                                f,
+                            );
+                        } else {
+                            self.counters.unparsed += 1;
+                        }
+                        true
+                    } else {
+                        false
+                    }
+                }
+                Err(gap) => {
+                    self.counters.stream_ended(gap);
+                    true
+                }
+            };
+            if done {
+                self.http.remove(&sk);
+            }
+            return;
+        }
+        if !ja4h::looks_like_request(payload) {
+            return;
+        }
+        if head_complete(payload) {
+            if ja4h::ja4h(payload, &mut self.s.ja4h, &mut self.s.out) {
+                let o = &self.s.out;
+                emit(
+                    ctx,
+                    Method::Ja4H,
+                    o.value.as_str(),
+                    o.raw.as_str(),
+                    &mut self.counters,
+                    f,
+                );
+            } else {
+                self.counters.unparsed += 1;
+            }
+            return;
+        }
+        if let Some(st) = self.http.insert_with(sk, now, |old, _| {
+            let mut st = old.unwrap_or_default();
+            st.reset(seq);
+            st
+        }) {
+            if st.feed(seq, payload).is_err() {
+                self.counters.stream_overflows += 1;
+                self.http.remove(&sk);
+            }
+        }
+    }
+
+    fn udp_packet<F: FnMut(&Event)>(&mut self, ctx: &Ctx, payload: &[u8], f: &mut F) {
+        let m = self.cfg.methods;
+        let ports = [ctx.src.port, ctx.dst.port];
+        if m.has(Method::Ja4D) && ports.iter().any(|p| ja4d::PORTS.contains(p)) {
+            let t = &mut self.s.out.value;
+            if ja4d::ja4d(payload, t) {
+                emit(ctx, Method::Ja4D, t.as_str(), "", &mut self.counters, f);
+            } else {
+                self.counters.unparsed += 1;
+            }
+            return;
+        }
+        if m.has(Method::Ja4D6) && ports.iter().any(|p| ja4d6::PORTS.contains(p)) {
+            let t = &mut self.s.out.value;
+            if ja4d6::ja4d6(payload, t, &mut self.s.text) {
+                emit(ctx, Method::Ja4D6, t.as_str(), "", &mut self.counters, f);
+            } else {
+                self.counters.unparsed += 1;
+            }
+            return;
+        }
+        let want_client = m.has(Method::Ja4) || m.has(Method::Ja4O);
+        if payload.len() >= 2 && payload[0] == CONTENT_HANDSHAKE && payload[1] == 0xfe {
+            if want_client {
+                if let Some(body) = super::hello::dtls_client_hello_body(payload) {
+                    let s = &mut self.s;
+                    client_hello(
+                        body,
+                        Transport::Dtls,
+                        true,
+                        &self.cfg,
+                        &mut s.ja4,
+                        &mut s.out,
+                        &mut self.counters,
+                        ctx,
+                        f,
+                    );
+                }
+            }
+            return;
+        }
+        if payload.first().is_some_and(|b| b & 0xc0 == 0xc0) && (want_client || m.has(Method::Ja4S))
+        {
+            self.quic_datagram(ctx, payload, f);
+        }
+    }
+
+    fn quic_datagram<F: FnMut(&Event)>(&mut self, ctx: &Ctx, datagram: &[u8], f: &mut F) {
+        let now = ctx.ts_ns;
+        let (key, from_lo) = conn_key(ctx.src, ctx.dst, 17);
+        let mut off = 0;
+        while off < datagram.len() {
+            let pkt = &datagram[off..];
+            let Some(h) = quic::parse_initial(pkt) else {
+                return;
+            };
+            off += h.end;
+            let known = self.quic.get_mut(&key, now).map(|c| {
+                (
+                    c.client_is_lo == from_lo,
+                    c.version,
+                    c.dcid,
+                    usize::from(c.dcid_len),
+                    c.client_done,
+                    c.server_done,
+                )
+            });
+            match known {
+                Some((false, version, dcid, len, _, server_done)) => {
+                    if !server_done {
+                        self.quic_server(ctx, &key, pkt, &h, version, &dcid[..len], f);
+                    }
+                }
+                Some((true, version, dcid, len, client_done, _)) => {
+                    if !client_done {
+                        self.quic_client(ctx, key, from_lo, pkt, &h, version, (dcid, len), true, f);
+                    }
+                }
+                None => {
+                    let mut d = [0u8; quic::MAX_CID_LEN];
+                    d[..h.dcid.len()].copy_from_slice(h.dcid);
+                    let len = h.dcid.len();
+                    self.quic_client(ctx, key, from_lo, pkt, &h, h.version, (d, len), false, f);
+                }
+            }
+        }
+    }
+
+    /// A client Initial: decrypt with the keys of the connection's first DCID, add its
+    /// CRYPTO frames, fingerprint the ClientHello once whole.
+    #[allow(clippy::too_many_arguments)]
+    fn quic_client<F: FnMut(&Event)>(
+        &mut self,
+        ctx: &Ctx,
+        key: ConnKey,
+        from_lo: bool,
+        pkt: &[u8],
+        h: &quic::InitialHeader,
+        version: u32,
+        (dcid, dcid_len): ([u8; quic::MAX_CID_LEN], usize),
+        known: bool,
+        f: &mut F,
+    ) {
+        let now = ctx.ts_ns;
+        let Some(keys) = quic::initial_keys(version, &dcid[..dcid_len], false) else {
+            return;
+        };
+        let Scratch {
+            out,
+            ja4,
+            quic_plain,
+            quic_crypto,
+            ..
+        } = &mut self.s;
+        let Some(n) = quic::decrypt(pkt, h, &keys, quic_plain) else {
+            return;
+        };
+        let plain = &quic_plain[..n];
+        if known {
+            let Some(c) = self.quic.get_mut(&key, now) else {
+                return;
+            };
+            let cs = c.crypto.get_or_insert_with(Box::default);
+            if quic::crypto_frames(plain, |o, d| cs.add(o, d)).is_none() {
+                self.counters.unparsed += 1;
+                return;
+            }
+            if let Some(msg) = cs.first_message() {
+                c.client_done = true;
+                if msg[0] == HS_CLIENT_HELLO {
+                    let body = &msg[HANDSHAKE_HEADER_LEN..];
+                    client_hello(
+                        body,
+                        Transport::Quic,
+                        false,
+                        &self.cfg,
+                        ja4,
+                        out,
+                        &mut self.counters,
+                        ctx,
+                        f,
+                    );
+                }
+            }
+            return;
+        }
+        quic_crypto.clear();
+        if quic::crypto_frames(plain, |o, d| quic_crypto.add(o, d)).is_none() {
+            self.counters.unparsed += 1;
+            return;
+        }
+        let whole = match quic_crypto.first_message() {
+            Some(msg) => {
+                if msg[0] == HS_CLIENT_HELLO {
+                    let body = &msg[HANDSHAKE_HEADER_LEN..];
+                    client_hello(
+                        body,
+                        Transport::Quic,
+                        false,
+                        &self.cfg,
+                        ja4,
+                        out,
+                        &mut self.counters,
+                        ctx,
+                        f,
+                    );
+                }
+                true
+            }
+            None => false,
+        };
+        // Remember the connection: for the server's Initial, and for the rest of a
+        // ClientHello that did not fit this datagram.
+        let entry = self.quic.insert_with(key, now, |old, _| {
+            let mut c = old.unwrap_or_default();
+            c.version = version;
+            c.dcid = dcid;
+            c.dcid_len = dcid_len as u8;
+            c.client_is_lo = from_lo;
+            c.client_done = whole;
+            c.server_done = false;
+            c
+        });
+        if let (Some(c), false) = (entry, whole) {
+            c.crypto
+                .get_or_insert_with(Box::default)
+                .clone_from(quic_crypto);
+        }
+    }
+
+    /// A server Initial: decrypt with the server keys of the client's first DCID and
+    /// fingerprint the ServerHello.
+    #[allow(clippy::too_many_arguments)]
+    fn quic_server<F: FnMut(&Event)>(
+        &mut self,
+        ctx: &Ctx,
+        key: &ConnKey,
+        pkt: &[u8],
+        h: &quic::InitialHeader,
+        version: u32,
+        dcid: &[u8],
+        f: &mut F,
+    ) {
+        let Some(keys) = quic::initial_keys(version, dcid, true) else {
+            return;
+        };
+        let Scratch {
+            out,
+            quic_plain,
+            quic_crypto,
+            ..
+        } = &mut self.s;
+        let Some(n) = quic::decrypt(pkt, h, &keys, quic_plain) else {
+            return;
+        };
+        quic_crypto.clear();
+        if quic::crypto_frames(&quic_plain[..n], |o, d| quic_crypto.add(o, d)).is_none() {
+            self.counters.unparsed += 1;
+            return;
+        }
+        let Some(msg) = quic_crypto.first_message() else {
+            return;
+        };
+        if let Some(c) = self.quic.get_mut(key, ctx.ts_ns) {
+            c.server_done = true;
+        }
+        if msg[0] != HS_SERVER_HELLO || !self.cfg.methods.has(Method::Ja4S) {
+            return;
+        }
+        match ServerHello::parse_body(&msg[HANDSHAKE_HEADER_LEN..]) {
+            Some(sh) if ja4s::ja4s(&sh, Transport::Quic, out) => {
+                emit(
+                    ctx,
+                    Method::Ja4S,
+                    out.value.as_str(),
+                    out.raw.as_str(),
+                    &mut self.counters,
+                    f,
+                );
+            }
+            _ => self.counters.unparsed += 1,
+        }
+    }
+}
+
+/// Whether a buffer holds a whole HTTP request head (up to the blank line).
+fn head_complete(b: &[u8]) -> bool {
+    b.windows(4).any(|w| w == b"\r\n\r\n") || b.windows(2).any(|w| w == b"\n\n")
+}

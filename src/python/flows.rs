@@ -1,0 +1,333 @@
+//! Flow projection, flow tables, top-n flows and raw batches, over files or a device:
+//! thin wrappers of the core's flow loops, run with the GIL released.
+
+use std::path::PathBuf;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString};
+
+use super::convert::options::{LiveArg, SourceArg};
+use super::error::warn_truncated;
+use super::gil::interruptible;
+use super::interop::ArrowStream;
+use crate::error::Error;
+use crate::flow::text::{column_version, endpoint, proto_name, write_addr};
+use crate::flow::{
+    self, columns, flows_source, project_source, project_source_with_ids, FeatureSpec, FlowKey,
+    FlowOptions, FlowTable, RawBatches, Walk,
+};
+use crate::pcap::FileReader;
+use crate::source::{Limits, SourceLoop};
+
+/// Rows of a projection batch read from a device (a file's batches are sized by the file).
+const LIVE_BATCH_ROWS: usize = 65_536;
+
+pub(crate) fn warn(py: Python<'_>, truncation: Option<Error>) -> PyResult<()> {
+    match truncation {
+        Some(e) => warn_truncated(py, &e, "every complete packet before it was used", 2),
+        None => Ok(()),
+    }
+}
+
+pub(crate) fn nonempty(paths: Vec<PathBuf>) -> PyResult<Vec<PathBuf>> {
+    if paths.is_empty() {
+        return Err(PyValueError::new_err(
+            "source must name at least one capture file",
+        ));
+    }
+    Ok(paths)
+}
+
+pub(crate) fn positive(name: &str, n: usize) -> PyResult<usize> {
+    if n == 0 {
+        return Err(PyValueError::new_err(format!(
+            "{name} must be a positive integer"
+        )));
+    }
+    Ok(n)
+}
+
+/// Project the packets of `source` (paths, or a live device) into an Arrow stream. A
+/// file's batches default to 2^20 rows: large batches let the columns sit on huge pages,
+/// which removes most of the cost of filling fresh memory.
+///
+/// With `flow_id`, files are read in order and a `flow_id` column holds each packet's
+/// flow id in the flow table of the same options (`bidirectional`, timeouts,
+/// `max_flows`).
+#[pyfunction]
+#[pyo3(signature = (
+    source, *, filter = None, batch_size = 1_048_576, flow_id = false, bidirectional = false,
+    idle_timeout = None, active_timeout = None, max_flows = None,
+))]
+#[allow(clippy::too_many_arguments)]
+pub fn flow_project(
+    py: Python<'_>,
+    source: SourceArg,
+    filter: Option<String>,
+    batch_size: usize,
+    flow_id: bool,
+    bidirectional: bool,
+    idle_timeout: Option<f64>,
+    active_timeout: Option<f64>,
+    max_flows: Option<usize>,
+) -> PyResult<ArrowStream> {
+    let batch_size = positive("batch_size", batch_size)?;
+    let opts = flow_options(
+        bidirectional,
+        idle_timeout,
+        active_timeout,
+        &[],
+        1,
+        max_flows,
+        false,
+    )?;
+    let filter = filter.as_deref();
+    let (batches, truncation) = match source {
+        SourceArg::Files(paths) => {
+            let paths = nonempty(paths)?;
+            interruptible(py, paths.len() > 1 && !flow_id, |stop| {
+                if flow_id {
+                    flow::project_files_with_ids(&paths, filter, batch_size, opts, stop)
+                } else {
+                    flow::project_files(&paths, filter, batch_size, stop)
+                }
+            })?
+        }
+        SourceArg::Device(live) => {
+            let mut lp = live.open(py, filter)?;
+            let rows = batch_size.min(LIVE_BATCH_ROWS);
+            interruptible(py, false, |stop| {
+                if flow_id {
+                    let mut table = FlowTable::new(opts);
+                    project_source_with_ids(&mut lp, rows, &mut table, stop)
+                } else {
+                    project_source(&mut lp, rows, stop)
+                }
+            })?
+        }
+    };
+    warn(py, truncation)?;
+    Ok(ArrowStream::from_batches(
+        columns::projection_schema_with(flow_id),
+        batches,
+    ))
+}
+
+/// The options of a flow table or meter, checked: `features` names the feature groups
+/// (`splt` packets for `"splt"`), `reasons` asks for `expiration_reason` always.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn flow_options(
+    bidirectional: bool,
+    idle_timeout: Option<f64>,
+    active_timeout: Option<f64>,
+    features: &[String],
+    splt: u32,
+    max_flows: Option<usize>,
+    reasons: bool,
+) -> PyResult<FlowOptions> {
+    if max_flows == Some(0) {
+        return Err(PyValueError::new_err(
+            "max_flows must be a positive integer or None, not 0",
+        ));
+    }
+    Ok(FlowOptions {
+        bidirectional,
+        idle_timeout_ns: seconds_to_ns("idle_timeout", idle_timeout)?,
+        active_timeout_ns: seconds_to_ns("active_timeout", active_timeout)?,
+        key_vlan: true,
+        max_flows,
+        features: FeatureSpec::parse(features, splt)?,
+        reasons,
+    })
+}
+
+fn seconds_to_ns(name: &str, v: Option<f64>) -> PyResult<Option<i64>> {
+    match v {
+        None => Ok(None),
+        Some(s) if s.is_finite() && s > 0.0 && s < 9.2e9 => Ok(Some((s * 1e9).round() as i64)),
+        Some(s) => Err(PyValueError::new_err(format!(
+            "{name} must be a positive number of seconds or None, not {s}"
+        ))),
+    }
+}
+
+fn build_table(
+    py: Python<'_>,
+    source: SourceArg,
+    filter: Option<String>,
+    opts: FlowOptions,
+) -> PyResult<FlowTable> {
+    let filter = filter.as_deref();
+    let (table, truncation) = match source {
+        SourceArg::Files(paths) => {
+            let paths = nonempty(paths)?;
+            interruptible(py, paths.len() > 1, |stop| {
+                flow::flows_files(&paths, filter, opts, stop)
+            })?
+        }
+        SourceArg::Device(live) => device_table(py, live, filter, opts)?,
+    };
+    warn(py, truncation)?;
+    Ok(table)
+}
+
+fn device_table(
+    py: Python<'_>,
+    live: LiveArg,
+    filter: Option<&str>,
+    opts: FlowOptions,
+) -> PyResult<(FlowTable, Option<Error>)> {
+    let mut lp = live.open(py, filter)?;
+    interruptible(py, false, |stop| {
+        let mut table = FlowTable::new(opts);
+        Ok(match flows_source(&mut lp, &mut table, stop)? {
+            Walk::Done => Some((table, None)),
+            Walk::Stopped => None,
+        })
+    })
+}
+
+/// Aggregate the packets of `source` into a flow table (an Arrow stream of one batch),
+/// with the feature groups `features` names.
+#[pyfunction]
+#[pyo3(signature = (
+    source, *, bidirectional = false, idle_timeout = None, active_timeout = None, filter = None,
+    features = Vec::new(), splt = 10, max_flows = None,
+))]
+#[allow(clippy::too_many_arguments)]
+pub fn flow_table(
+    py: Python<'_>,
+    source: SourceArg,
+    bidirectional: bool,
+    idle_timeout: Option<f64>,
+    active_timeout: Option<f64>,
+    filter: Option<String>,
+    features: Vec<String>,
+    splt: u32,
+    max_flows: Option<usize>,
+) -> PyResult<ArrowStream> {
+    let opts = flow_options(
+        bidirectional,
+        idle_timeout,
+        active_timeout,
+        &features,
+        splt,
+        max_flows,
+        false,
+    )?;
+    let table = build_table(py, source, filter, opts)?;
+    let batch = py.detach(|| table.to_batch());
+    Ok(ArrowStream::from_batches(batch.schema(), vec![batch]))
+}
+
+/// The `n` largest flows as rows `{"flow": {"proto", "src", "dst"}, "packets", "bytes"}`,
+/// plus (flows, packets) totals.
+#[pyfunction]
+#[pyo3(signature = (source, n, *, by_bytes, bidirectional, filter))]
+pub fn flow_topn<'py>(
+    py: Python<'py>,
+    source: SourceArg,
+    n: usize,
+    by_bytes: bool,
+    bidirectional: bool,
+    filter: Option<String>,
+) -> PyResult<(Bound<'py, PyList>, usize, u64)> {
+    let opts = FlowOptions {
+        bidirectional,
+        ..Default::default()
+    };
+    let table = build_table(py, source, filter, opts)?;
+    let (packets, _) = table.counts();
+    let flows = table.len();
+    let top: Vec<(FlowKey, flow::FlowStats)> = py.detach(|| table.top(n, by_bytes));
+    let out = PyList::empty(py);
+    for (k, s) in top {
+        let f = PyDict::new(py);
+        match proto_name(k.protocol) {
+            Some(name) => f.set_item("proto", name)?,
+            None => f.set_item("proto", k.protocol)?,
+        }
+        f.set_item("src", endpoint(k.ip_version, &k.src, k.src_port))?;
+        f.set_item("dst", endpoint(k.ip_version, &k.dst, k.dst_port))?;
+        let row = PyDict::new(py);
+        row.set_item("flow", f)?;
+        row.set_item("packets", s.packets)?;
+        row.set_item("bytes", s.bytes)?;
+        out.append(row)?;
+    }
+    Ok((out, flows, packets))
+}
+
+/// Raw packets of `source` (one path, or a live device) as a lazy Arrow stream of batches
+/// (iterated, or exported whole through the PyCapsule interface).
+#[pyfunction]
+#[pyo3(signature = (source, *, batch_size = 65536, filter = None))]
+pub fn read_batches(
+    py: Python<'_>,
+    source: SourceArg,
+    batch_size: usize,
+    filter: Option<String>,
+) -> PyResult<ArrowStream> {
+    let batch_size = positive("batch_size", batch_size)?;
+    let filter = filter.as_deref();
+    Ok(match source {
+        SourceArg::Files(paths) => {
+            let [path] = paths.as_slice() else {
+                return Err(PyValueError::new_err("read_batches reads one capture file"));
+            };
+            let lp = SourceLoop::new(FileReader::open(path)?, filter, Limits::default())?;
+            ArrowStream::lazy(Box::new(RawBatches::new(lp, batch_size)))
+        }
+        SourceArg::Device(live) => {
+            let lp = live.open(py, filter)?;
+            ArrowStream::lazy(Box::new(RawBatches::new(lp, batch_size)))
+        }
+    })
+}
+
+/// Text of the 16-byte addresses in `buf` (None where the `valid` byte is 0); `versions`
+/// (one byte per address) marks IPv6 rows whose address is IPv4-mapped, printed as IPv6.
+#[pyfunction]
+#[pyo3(signature = (buf, valid, versions = None))]
+pub fn addresses_to_str<'py>(
+    py: Python<'py>,
+    buf: &[u8],
+    valid: &[u8],
+    versions: Option<&[u8]>,
+) -> PyResult<Bound<'py, PyList>> {
+    if buf.len() != valid.len() * 16 || versions.is_some_and(|v| v.len() != valid.len()) {
+        return Err(PyValueError::new_err(
+            "address buffer, validity and versions differ in length",
+        ));
+    }
+    // Format every address into one buffer with the GIL released, then make the strings.
+    let (text, ends): (String, Vec<Option<usize>>) = py.detach(|| {
+        let mut text = String::with_capacity(valid.len() * 16);
+        let ends = valid
+            .iter()
+            .enumerate()
+            .map(|(i, ok)| {
+                (*ok != 0).then(|| {
+                    let a: [u8; 16] = buf[i * 16..i * 16 + 16].try_into().expect("16 bytes");
+                    let version = column_version(&a, versions.map(|v| v[i]));
+                    write_addr(&mut text, version, &a);
+                    text.len()
+                })
+            })
+            .collect();
+        (text, ends)
+    });
+    let out = PyList::empty(py);
+    let mut start = 0;
+    for end in ends {
+        match end {
+            Some(e) => {
+                out.append(PyString::new(py, &text[start..e]))?;
+                start = e;
+            }
+            None => out.append(py.None())?,
+        }
+    }
+    Ok(out)
+}

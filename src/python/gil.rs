@@ -1,0 +1,92 @@
+//! The interpreter around native loops: the GIL released around waits and long walks, and
+//! pending signals (Ctrl-C) checked between chunks, so `KeyboardInterrupt` is prompt.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+
+use crate::error::Result;
+use crate::flow::Stop;
+use crate::source::Host;
+
+/// Packets a native iterator hands out back to back between two checks for signals: a
+/// consumer written in C (`list(reader)`) runs no Python code that would notice Ctrl-C.
+pub const SIGNAL_CHECK_EVERY: u64 = 1 << 16;
+
+/// The interpreter as the core's [`Host`]: `release` detaches from it, `interrupted` runs
+/// the signal handlers.
+pub struct PyHost<'py>(pub Python<'py>);
+
+impl Host for PyHost<'_> {
+    type Error = PyErr;
+
+    fn release<R: Send>(&mut self, f: impl FnOnce() -> R + Send) -> R {
+        self.0.detach(f)
+    }
+
+    fn interrupted(&mut self) -> PyResult<()> {
+        self.0.check_signals()
+    }
+}
+
+/// How often a call waiting for worker threads wakes to check for signals.
+const SIGNAL_POLL: Duration = Duration::from_millis(10);
+
+/// Run `work` with the GIL released, passing it a [`Stop`] check that runs the Python
+/// signal handlers: the native loop calls it between chunks of records, and a handler's
+/// exception (KeyboardInterrupt for Ctrl-C) ends the loop and is raised here.
+///
+/// With `parallel`, `work` (which fans out to rayon) runs on a scoped thread while this
+/// thread wakes every [`SIGNAL_POLL`] to check for signals; on an exception it sets the
+/// flag the workers' check reads and joins them before raising.
+pub fn interruptible<T: Send>(
+    py: Python<'_>,
+    parallel: bool,
+    work: impl FnOnce(Stop<'_>) -> Result<Option<T>> + Send,
+) -> PyResult<T> {
+    let raised: Mutex<Option<PyErr>> = Mutex::new(None);
+    let result = if parallel {
+        let stop = AtomicBool::new(false);
+        let flag = || stop.load(Ordering::Relaxed);
+        let done = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let waiter = std::thread::current();
+            let done = &done;
+            let worker = s.spawn(move || {
+                let out = work(&flag);
+                // Set before the wake-up, so the waiter does not park again for nothing.
+                done.store(true, Ordering::Release);
+                waiter.unpark();
+                out
+            });
+            while !done.load(Ordering::Acquire) && !worker.is_finished() {
+                py.detach(|| std::thread::park_timeout(SIGNAL_POLL));
+                if let Err(e) = py.check_signals() {
+                    stop.store(true, Ordering::Relaxed);
+                    *raised.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                    break;
+                }
+            }
+            py.detach(|| worker.join())
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })
+    } else {
+        let check = || {
+            Python::attach(|py| match py.check_signals() {
+                Ok(()) => false,
+                Err(e) => {
+                    *raised.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                    true
+                }
+            })
+        };
+        py.detach(|| work(&check))
+    };
+    if let Some(e) = raised.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(e);
+    }
+    result?.ok_or_else(|| PyRuntimeError::new_err("a native loop stopped without a signal"))
+}

@@ -1,0 +1,352 @@
+//! `read` (the `Reader` iterator), `reduce` over files and devices, and the native counting
+//! probe: thin wrappers of [`SourceLoop`], [`fold`] and [`for_each_packet`].
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyType};
+
+use super::convert::options::{parse_limit, SourceArg};
+use super::convert::packet::MappedFile;
+use super::convert::stats::{pcap_dict, stats_dict};
+use super::convert::{to_python, to_python_mapped, DecodeMode};
+use super::error::{consumer_failure, warn_truncated};
+use super::gil::{interruptible, PyHost, SIGNAL_CHECK_EVERY};
+use super::hooks::{call_hook, report_error};
+use crate::flow::{for_each_packet, Walk};
+use crate::pcap::{FileFormat, FileReader};
+use crate::source::{fold, Control, Folded, Limits, PacketSource, RawPacket, SourceLoop};
+use crate::stats::{Stats, StopReason};
+
+/// An open file: the pass, the map as a Python object for the packets, the map's address.
+struct ReaderState {
+    lp: SourceLoop<FileReader>,
+    map: Py<MappedFile>,
+    base: usize,
+}
+
+/// An open capture file: an iterator of packets (or of dicts with `decode=`).
+#[pyclass(module = "paclo")]
+pub struct Reader {
+    inner: Option<ReaderState>,
+    /// Statistics kept after `close()`.
+    closed_stats: Option<Stats>,
+    mode: DecodeMode,
+}
+
+impl Reader {
+    fn stats_now(&self) -> Option<Stats> {
+        self.inner
+            .as_ref()
+            .map(|s| s.lp.stats())
+            .or_else(|| self.closed_stats.clone())
+    }
+}
+
+fn read_before(packets: u64) -> String {
+    format!("{packets} packets were read before it")
+}
+
+#[pymethods]
+impl Reader {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let mode = self.mode;
+        let Some(ReaderState { lp, map, base }) = self.inner.as_mut() else {
+            return Ok(None);
+        };
+        // A consumer in C (`list(reader)`) runs no Python code that would notice Ctrl-C.
+        let n = lp.packets();
+        if n % SIGNAL_CHECK_EVERY == 0 && n != 0 {
+            py.check_signals()?;
+        }
+        let base = *base;
+        let step = lp.next_with(&mut PyHost(py), |p| {
+            let offset = (p.data.as_ptr() as usize).wrapping_sub(base);
+            to_python_mapped(py, mode, p, map, offset)
+        })?;
+        match step {
+            Ok(Some(converted)) => {
+                let (obj, decode_error) = converted?;
+                if decode_error {
+                    lp.count_decode_error();
+                }
+                Ok(Some(obj))
+            }
+            Ok(None) => {
+                if let Some(t) = lp.take_truncation() {
+                    warn_truncated(py, &t, &read_before(lp.packets()), 1)?;
+                }
+                Ok(None)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __exit__(
+        &mut self,
+        _exc_type: Option<&Bound<'_, PyAny>>,
+        _exc: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> bool {
+        self.close();
+        false
+    }
+
+    /// Statistics of the read so far (see docs/stats.md).
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        match self.stats_now() {
+            Some(s) => stats_dict(py, &s),
+            None => Err(PyValueError::new_err("reader has no statistics")),
+        }
+    }
+
+    /// Unmap the file (packets already yielded stay valid); idempotent.
+    fn close(&mut self) {
+        if let Some(st) = self.inner.take() {
+            self.closed_stats = Some(st.lp.close());
+        }
+    }
+
+    /// True once `close()` was called.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.is_none()
+    }
+
+    /// The file format: `"pcap"` or `"pcapng"` (None once closed).
+    #[getter]
+    fn format(&self) -> Option<&'static str> {
+        self.inner.as_ref().map(|s| match s.lp.source().format() {
+            FileFormat::Pcap => "pcap",
+            FileFormat::PcapNg => "pcapng",
+        })
+    }
+
+    /// The file's link type (pcapng: the first interface's), None if unknown or closed.
+    #[getter]
+    fn linktype(&self) -> Option<u32> {
+        self.inner.as_ref().and_then(|s| s.lp.source().linktype())
+    }
+
+    /// The snapshot length of the file header (pcapng: 262144), None once closed.
+    #[getter]
+    fn snaplen(&self) -> Option<u32> {
+        self.inner.as_ref().map(|s| s.lp.source().snaplen())
+    }
+
+    fn __repr__(&self) -> String {
+        match self.stats_now() {
+            Some(s) => {
+                let path = match &s.source {
+                    crate::source::SourceInfo::Path(p) => p.display().to_string(),
+                    crate::source::SourceInfo::Device(d) => d.clone(),
+                };
+                format!(
+                    "<paclo.Reader {path:?} {} packets={}>",
+                    s.state.as_str(),
+                    s.processed
+                )
+            }
+            None => "<paclo.Reader>".into(),
+        }
+    }
+}
+
+fn open_file(
+    path: &PathBuf,
+    filter: Option<&str>,
+    limit: Option<i64>,
+) -> PyResult<SourceLoop<FileReader>> {
+    let limits = Limits {
+        max_packets: parse_limit(limit)?,
+        ..Default::default()
+    };
+    Ok(SourceLoop::new(FileReader::open(path)?, filter, limits)?)
+}
+
+/// Open a capture file for reading. `filter` is a BPF string (already normalised).
+#[pyfunction]
+#[pyo3(signature = (path, *, filter = None, decode = None, limit = None, progress = false, strict = false))]
+pub fn read(
+    py: Python<'_>,
+    path: PathBuf,
+    filter: Option<&str>,
+    decode: Option<&str>,
+    limit: Option<i64>,
+    progress: bool,
+    strict: bool,
+) -> PyResult<Reader> {
+    let mode = DecodeMode::parse(decode)?;
+    let lp = open_file(&path, filter, limit)?
+        .strict(strict)
+        .progress(progress);
+    let shared = lp.source().shared_map();
+    let base = shared.as_ptr() as usize;
+    let map = Py::new(py, MappedFile(Arc::clone(shared)))?;
+    Ok(Reader {
+        inner: Some(ReaderState { lp, map, base }),
+        closed_stats: None,
+        mode,
+    })
+}
+
+/// A reduction's Python side: the step function, the stop conditions it checks, the
+/// accumulator.
+struct Reduction<'py> {
+    func: Bound<'py, PyAny>,
+    reduced_type: Bound<'py, PyType>,
+    stop_when: Option<Bound<'py, PyAny>>,
+}
+
+impl<'py> Reduction<'py> {
+    /// Fold over the pass; `convert` makes each packet's Python object.
+    fn run<S: PacketSource>(
+        &self,
+        py: Python<'py>,
+        lp: &mut SourceLoop<S>,
+        acc: &mut Bound<'py, PyAny>,
+        convert: impl Fn(&RawPacket<'_>) -> PyResult<(Bound<'py, PyAny>, bool)>,
+    ) -> Result<(), Folded<PyErr>> {
+        let mut decode_errors = 0;
+        let outcome = fold(lp, &mut PyHost(py), acc, |acc, p| {
+            let (obj, decode_error) = convert(p)?;
+            decode_errors += u64::from(decode_error);
+            let keep = self.stop_when.as_ref().map(|_| obj.clone());
+            let next = self.func.call1((acc.clone(), obj))?;
+            if next.is_instance(&self.reduced_type)? {
+                *acc = next.getattr("value")?;
+                return Ok(Control::Stop(StopReason::Reduced));
+            }
+            *acc = next;
+            if let (Some(pred), Some(o)) = (&self.stop_when, keep) {
+                if pred.call1((o,))?.is_truthy()? {
+                    return Ok(Control::Stop(StopReason::Predicate));
+                }
+            }
+            Ok(Control::Continue)
+        });
+        lp.count_decode_errors(decode_errors);
+        outcome
+    }
+}
+
+/// Fold `func(acc, packet)` over a file (a path) or a live device (a description dict);
+/// returns `(acc, stats)`. A result that is an instance of `reduced_type` stops at once
+/// with its `.value`; `stop_when(packet)` true stops after that packet. A device's
+/// `on_stats` gets the kernel's counters at the end, `on_error` a device error, which
+/// `error_mode="pass"` does not raise. A truncated file warns (`strict=True` raises).
+#[pyfunction]
+#[pyo3(signature = (func, init, source, *, reduced_type, filter = None, decode = None, limit = None,
+    strict = false, stop_when = None, on_stats = None, on_error = None, error_mode = "raise"))]
+#[allow(clippy::too_many_arguments)]
+pub fn reduce<'py>(
+    py: Python<'py>,
+    func: Bound<'py, PyAny>,
+    init: Bound<'py, PyAny>,
+    source: SourceArg,
+    reduced_type: Bound<'py, PyType>,
+    filter: Option<&str>,
+    decode: Option<&str>,
+    limit: Option<i64>,
+    strict: bool,
+    stop_when: Option<Bound<'py, PyAny>>,
+    on_stats: Option<Py<PyAny>>,
+    on_error: Option<Py<PyAny>>,
+    error_mode: &str,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyDict>)> {
+    let mode = DecodeMode::parse(decode)?;
+    let r = Reduction {
+        func,
+        reduced_type,
+        stop_when,
+    };
+    let mut acc = init;
+    let (outcome, lp_end) = match source {
+        SourceArg::Files(paths) => {
+            let [path] = paths.as_slice() else {
+                return Err(PyValueError::new_err("reduce reads one capture file"));
+            };
+            let mut lp = open_file(path, filter, limit)?.strict(strict);
+            let shared = Arc::clone(lp.source().shared_map());
+            let base = shared.as_ptr() as usize;
+            let map = Py::new(py, MappedFile(shared))?;
+            let outcome = r.run(py, &mut lp, &mut acc, |p| {
+                let offset = (p.data.as_ptr() as usize).wrapping_sub(base);
+                to_python_mapped(py, mode, p, &map, offset)
+            });
+            let ended = end(py, lp, &outcome);
+            (outcome, ended)
+        }
+        SourceArg::Device(live) => {
+            let mut lp = live.open(py, filter)?;
+            let outcome = r.run(py, &mut lp, &mut acc, |p| to_python(py, mode, p));
+            let ended = end(py, lp, &outcome);
+            (outcome, ended)
+        }
+    };
+    let (stats, truncation) = lp_end;
+    if let Some(p) = stats.pcap {
+        call_hook(py, &on_stats, pcap_dict(py, p)?.into_any(), &on_error);
+    }
+    match outcome {
+        Ok(()) => {}
+        Err(Folded::Interrupted(e) | Folded::Consumer(e)) => return Err(e),
+        Err(Folded::Source(e)) => {
+            if on_error.is_some() {
+                report_error(py, &on_error, e.clone().into());
+            }
+            if error_mode != "pass" {
+                return Err(e.into());
+            }
+        }
+    }
+    if let Some(t) = truncation {
+        warn_truncated(py, &t, &read_before(stats.processed), 2)?;
+    }
+    Ok((acc, stats_dict(py, &stats)?))
+}
+
+/// Record how a fold ended, close the pass (the device's counters are read, the handle
+/// closed): the final statistics and a truncation to warn about.
+fn end<S: PacketSource>(
+    py: Python<'_>,
+    mut lp: SourceLoop<S>,
+    outcome: &Result<(), Folded<PyErr>>,
+) -> (Stats, Option<crate::error::Error>) {
+    if let Err(Folded::Consumer(e)) = outcome {
+        lp.fail(consumer_failure(py, e, e.value(py).to_string()));
+    }
+    let truncation = lp.take_truncation();
+    (lp.close(), truncation)
+}
+
+/// The native loop probe: count packets and captured bytes of a file (after `filter`),
+/// with no Python object per packet and the GIL released. Checks for signals (Ctrl-C)
+/// between chunks of packets. A truncated last record ends the count (no warning).
+#[pyfunction]
+#[pyo3(signature = (path, *, filter = None, limit = None))]
+pub fn count_packets(
+    py: Python<'_>,
+    path: PathBuf,
+    filter: Option<&str>,
+    limit: Option<i64>,
+) -> PyResult<(u64, u64)> {
+    let mut lp = open_file(&path, filter, limit)?;
+    interruptible(py, false, |stop| {
+        Ok(match for_each_packet(&mut lp, stop, |_| {})? {
+            Walk::Done => Some(()),
+            Walk::Stopped => None,
+        })
+    })?;
+    Ok((lp.packets(), lp.bytes()))
+}
