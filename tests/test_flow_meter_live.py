@@ -1,6 +1,7 @@
-"""Application hints on real traffic the test makes on the loopback device: a DNS query to
-a server the test starts, TLS with SNI and ALPN from Python's ssl, HTTP from a local server
-and client. Every port is ephemeral and every filter names the test's own ports."""
+"""The flow meter on the loopback device: application hints on real traffic the test makes
+(a DNS query to a server the test starts, TLS with SNI and ALPN from Python's ssl, HTTP from
+a local server and client), and flow_stream(device=) expiring an idle flow on the wall
+clock. Every port is ephemeral and every filter names the test's own ports."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ import socket
 import ssl
 import struct
 import threading
+import time
 import urllib.request
 
 import pytest
-from _live_util import LO, live
+from _live_util import ETH_IP_UDP, LO, Receiver, live, send
 
 import paclo
 
@@ -140,3 +142,31 @@ def test_application_hints_on_loopback(tmp_path):
     assert h["requested_server_name"] == f"127.0.0.1:{ports['http']}"
     assert h["user_agent"] == "paclo-test/1.0"
     assert all(r["alpn"] is None for r in (by_port["dns"], h))
+
+
+def test_flow_stream_on_loopback_expires_an_idle_flow_on_wall_time():
+    with Receiver() as rx:
+        sent_at: list[float] = []
+
+        def on_ready() -> None:
+            assert send(rx.port, 3) == 3
+            sent_at.append(time.monotonic())
+
+        # duration bounds the test: without the wall clock the flow would come only then.
+        stream = paclo.flow_stream(
+            device=LO, filter=rx.filter, idle_timeout=1.0, duration=10, on_ready=on_ready, features="statistical"
+        )
+        with stream:
+            batch = next(stream)
+            got_at = time.monotonic()
+            rows = batch.to_pylist()
+            assert [(r["packets"], r["dst_port"], r["expiration_reason"]) for r in rows] == [(3, rx.port, "idle")]
+            assert rows[0]["min_ps"] == rows[0]["max_ps"] == ETH_IP_UDP + 16
+            # Expired by the wall clock while no packet arrived: within idle_timeout + 1 s.
+            assert 0.95 <= got_at - sent_at[0] <= 2.0, got_at - sent_at[0]
+            assert stream.stats()["flows_yielded"] == 1
+            stream.stop()
+            assert list(stream) == []
+            stats = stream.stats()
+            assert (stats["packets"], stats["flows_live"]) == (3, 0)
+            assert stats["source"]["stop_reason"] == "consumer"
