@@ -22,6 +22,7 @@ from ._io import PcapWriter, Reduced, read, reduce, write_pcap
 from ._paclo import Packet, Reader, __version__
 from .bpf import bpf
 from .exceptions import CaptureError, PacloError, PcapFormatError, TruncatedCaptureWarning
+from .parquet import to_parquet
 
 __all__ = [
     "Capture",
@@ -50,5 +51,6 @@ __all__ = [
     "read",
     "read_batches",
     "reduce",
+    "to_parquet",
     "write_pcap",
 ]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar, overload
 
 from . import _paclo
 from ._options import (
@@ -34,8 +34,58 @@ __all__ = ["Capture", "FanOut", "capture", "devices", "fan_out", "libpcap_versio
 
 Capture = _paclo.Capture
 FanOut = _paclo.FanOut
+Packet = _paclo.Packet
+_T = TypeVar("_T")
 
 
+@overload
+def capture(
+    device: str | None = None,
+    *,
+    path: str | os.PathLike[str] | None = None,
+    filter: str | None = None,
+    snaplen: int = 65535,
+    promisc: bool = True,
+    timeout_ms: int = 10,
+    buffer_size: int | None = None,
+    immediate: bool | None = None,
+    decode: None = None,
+    queue_cap: int = 1024,
+    queue_mode: Literal["blocking", "dropping"] = "blocking",
+    limit: int | None = None,
+    duration: float | None = None,
+    idle_timeout: float | None = None,
+    stop_when: Callable[[Any], Any] | None = None,
+    on_ready: Callable[[], Any] | None = None,
+    on_stats: Callable[[dict[str, Any]], Any] | None = None,
+    on_queue_stats: Callable[[dict[str, Any]], Any] | None = None,
+    on_error: Callable[[BaseException], Any] | None = None,
+    error_mode: Literal["raise", "pass"] = "raise",
+) -> Capture[Packet]: ...
+@overload
+def capture(
+    device: str | None = None,
+    *,
+    path: str | os.PathLike[str] | None = None,
+    filter: str | None = None,
+    snaplen: int = 65535,
+    promisc: bool = True,
+    timeout_ms: int = 10,
+    buffer_size: int | None = None,
+    immediate: bool | None = None,
+    decode: Literal["full", "flow"],
+    queue_cap: int = 1024,
+    queue_mode: Literal["blocking", "dropping"] = "blocking",
+    limit: int | None = None,
+    duration: float | None = None,
+    idle_timeout: float | None = None,
+    stop_when: Callable[[Any], Any] | None = None,
+    on_ready: Callable[[], Any] | None = None,
+    on_stats: Callable[[dict[str, Any]], Any] | None = None,
+    on_queue_stats: Callable[[dict[str, Any]], Any] | None = None,
+    on_error: Callable[[BaseException], Any] | None = None,
+    error_mode: Literal["raise", "pass"] = "raise",
+) -> Capture[dict[str, Any]]: ...
 def capture(
     device: str | None = None,
     *,
@@ -58,7 +108,7 @@ def capture(
     on_queue_stats: Callable[[dict[str, Any]], Any] | None = None,
     on_error: Callable[[BaseException], Any] | None = None,
     error_mode: Literal["raise", "pass"] = "raise",
-) -> Capture:
+) -> Capture[Packet] | Capture[dict[str, Any]]:
     """Start a managed capture on a live ``device`` (or over a capture file at ``path``).
 
     Opening the device, installing ``filter`` and calling ``on_ready`` happen before this
@@ -178,7 +228,7 @@ def libpcap_version() -> str:
 _BRANCH_KEYS = ("mode", "cap")
 
 
-def fan_out(capture: Capture, branches: dict[str, dict[str, Any]]) -> FanOut:
+def fan_out(capture: Capture[_T], branches: dict[str, dict[str, Any]]) -> FanOut[_T]:
     """Distribute one fresh :class:`Capture` to several bounded branches.
 
     ``branches`` maps a name to ``{"mode": "blocking" | "dropping", "cap": 1024}`` (``mode``

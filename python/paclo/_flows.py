@@ -86,6 +86,12 @@ def _check_filter(filter: Any) -> str | None:
     raise TypeError(f"filter must be a BPF expression (str) or None, not {type(filter).__name__}")
 
 
+def _table(stream: _paclo.ArrowStream) -> pa.Table:
+    # Not pa.table(stream): it asks pandas whether the stream is a DataFrame, and so
+    # imports pandas (a second or more) on the first call of a process.
+    return pa.RecordBatchReader.from_stream(stream).read_all()
+
+
 def _features(features: Any) -> list[str]:
     """The feature names ``features`` gives (a name or a list of names); the native side
     checks the names."""
@@ -146,7 +152,7 @@ def project(
             raise TypeError(f"project() options {', '.join(given)} apply only with flow_id=True")
     src = _source("project", source, device, duration=duration, limit=limit, live=live)
     stream = _paclo.flow_project(src, filter=_check_filter(filter), flow_id=flow_id, **options)
-    return pa.table(stream)
+    return _table(stream)
 
 
 def flows(
@@ -185,7 +191,7 @@ def flows(
     splt = check_int("splt", splt, 1, MAX_SPLT)
     src = _source("flows", source, device, duration=duration, limit=limit, live=live)
     stream = _paclo.flow_table(src, filter=_check_filter(filter), features=features, splt=splt, **options)
-    return pa.table(stream)
+    return _table(stream)
 
 
 def flow_stream(

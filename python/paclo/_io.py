@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from typing import Any, Literal, Self
+from typing import Any, Literal, Self, TypeAlias, TypeVar, overload
 
 from . import _paclo
 from ._options import check_bool, check_decode, check_limit, fspath, normalize_filter
@@ -13,6 +13,26 @@ from .bpf import FilterArg
 
 __all__ = ["PcapWriter", "Reduced", "read", "reduce", "write_pcap"]
 
+@overload
+def read(
+    path: str | os.PathLike[str],
+    *,
+    filter: FilterArg = None,
+    decode: None = None,
+    limit: int | None = None,
+    progress: bool = False,
+    strict: bool = False,
+) -> _paclo.Reader[_paclo.Packet]: ...
+@overload
+def read(
+    path: str | os.PathLike[str],
+    *,
+    filter: FilterArg = None,
+    decode: Literal["full", "flow"],
+    limit: int | None = None,
+    progress: bool = False,
+    strict: bool = False,
+) -> _paclo.Reader[dict[str, Any]]: ...
 def read(
     path: str | os.PathLike[str],
     *,
@@ -21,7 +41,7 @@ def read(
     limit: int | None = None,
     progress: bool = False,
     strict: bool = False,
-) -> _paclo.Reader:
+) -> _paclo.Reader[_paclo.Packet] | _paclo.Reader[dict[str, Any]]:
     """Open a pcap or pcapng file: an iterator of packets and a context manager.
 
     ``filter`` is a BPF string or a DSL form (see :func:`paclo.bpf`), compiled once for
@@ -46,6 +66,64 @@ def read(
     )
 
 
+_A = TypeVar("_A")
+# A reduction step: the next accumulator, or Reduced(acc) to stop.
+_Step: TypeAlias = Callable[[_A, _paclo.Packet], "_A | Reduced[_A]"]
+_DictStep: TypeAlias = Callable[[_A, dict[str, Any]], "_A | Reduced[_A]"]
+
+
+@overload
+def reduce(
+    fn: _Step[_A],
+    init: _A,
+    *,
+    path: str | os.PathLike[str] | None = None,
+    device: str | None = None,
+    decode: None = None,
+    filter: FilterArg = None,
+    limit: int | None = None,
+    report: Literal[False] = False,
+    **options: Any,
+) -> _A: ...
+@overload
+def reduce(
+    fn: _Step[_A],
+    init: _A,
+    *,
+    path: str | os.PathLike[str] | None = None,
+    device: str | None = None,
+    decode: None = None,
+    filter: FilterArg = None,
+    limit: int | None = None,
+    report: Literal[True],
+    **options: Any,
+) -> tuple[_A, dict[str, Any]]: ...
+@overload
+def reduce(
+    fn: _DictStep[_A],
+    init: _A,
+    *,
+    path: str | os.PathLike[str] | None = None,
+    device: str | None = None,
+    decode: Literal["full", "flow"],
+    filter: FilterArg = None,
+    limit: int | None = None,
+    report: Literal[False] = False,
+    **options: Any,
+) -> _A: ...
+@overload
+def reduce(
+    fn: _DictStep[_A],
+    init: _A,
+    *,
+    path: str | os.PathLike[str] | None = None,
+    device: str | None = None,
+    decode: Literal["full", "flow"],
+    filter: FilterArg = None,
+    limit: int | None = None,
+    report: Literal[True],
+    **options: Any,
+) -> tuple[_A, dict[str, Any]]: ...
 def reduce(
     fn: Callable[[Any, Any], Any],
     init: Any,

@@ -172,9 +172,11 @@ def live_options(
     timeout_ms = check_int("timeout_ms", timeout_ms, 1, INT_MAX)
     buffer_size = check_int("buffer_size", buffer_size, 1, INT_MAX, optional=True)
     immediate = check_bool("immediate", immediate, optional=True)
-    if immediate:
-        # Immediate mode on Linux uses TPACKET_V2: one snaplen-sized slot per packet.
-        planned, slots = _paclo.immediate_plan(device, snaplen, buffer_size)
+    # Immediate mode on Linux uses TPACKET_V2: one snaplen-sized slot per packet (no plan
+    # elsewhere: BPF has no fixed slots).
+    plan = _paclo.immediate_plan(device, snaplen, buffer_size) if immediate else None
+    if plan is not None:
+        planned, slots = plan
         if buffer_size is None:
             buffer_size = planned
         if slots < MIN_IMMEDIATE_SLOTS:

@@ -1,4 +1,4 @@
-"""The ``paclo`` command line: flow-topn, pcap-filter, pcap-stats and perf.
+"""The ``paclo`` command line: flow-topn, pcap-filter, pcap-stats, to-parquet and perf.
 
 Data goes to stdout, metadata and warnings to stderr. Exit codes: 0 success, 1 usage
 (missing arguments), 2 input not found, 3 invalid choice, 4 bad flag value or unknown
@@ -12,15 +12,17 @@ import argparse
 import csv
 import datetime as _dt
 import json
+import math
 import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn, TextIO
+from typing import Any, NoReturn, TextIO, cast
 
 FORMATS = ("table", "jsonl", "json", "csv")
 MODES = ("unidir", "bidir")
 METRICS = ("packets", "bytes")
+KINDS = ("flows", "projection", "packets")
 
 
 class CliError(Exception):
@@ -256,6 +258,51 @@ def pcap_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def _seconds(flag: str, value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        s = float(value)
+    except ValueError:
+        s = math.nan
+    if not (math.isfinite(s) and s > 0):
+        raise CliError(4, f"{flag} requires a positive number of seconds, got {value!r}")
+    return s
+
+
+def to_parquet(args: argparse.Namespace) -> int:
+    from ._scale import Kind, Options, captures
+    from .parquet import COMPRESSIONS, _export
+
+    inputs, out = args.inputs, args.output
+    for p in inputs:
+        _input(p)
+    kind = cast("Kind", _choice("kind", args.kind, KINDS))
+    mode = _choice("mode", args.mode, MODES)
+    compression = _choice("compression", args.compression, COMPRESSIONS)
+    fmt = _choice("format", args.format, FORMATS)
+    idle, active = _seconds("--idle-timeout", args.idle_timeout), _seconds("--active-timeout", args.active_timeout)
+    if kind != "flows" and (mode == "bidir" or idle is not None or active is not None):
+        raise CliError(4, "--mode bidir, --idle-timeout and --active-timeout apply to --kind flows only")
+    workers = None if args.workers is None else _count("--workers", args.workers)
+    if workers == 0:
+        raise CliError(4, f"--workers requires a positive integer, got {args.workers!r}")
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise CliError(4, f"OUT must be a directory: {os.path.abspath(out)}")
+    if not captures(inputs, exclude=out):
+        raise CliError(2, f"no capture files in: {', '.join(os.path.abspath(p) for p in inputs)}")
+    options = Options.make(kind, filter=_filter(args.filter), bidirectional=mode == "bidir", idle_timeout=idle, active_timeout=active)
+    report = _export(inputs, out, options, workers=workers, compression=compression, progress=True)
+    rows = [{"input": r.input, "output": r.output, "status": r.status, "rows": r.rows, "error": r.error} for r in report.results]
+    _emit(rows, fmt, ["input", "output", "status", "rows", "error"])
+    _meta(captures=len(report.results), written=len(report.written), skipped=len(report.skipped), failed=len(report.failed),
+          out=report.out_dir, kind=kind, seconds=round(report.seconds, 3))
+    if report.failed:
+        first = report.failed[0]
+        raise CliError(5, f"{len(report.failed)} of {len(report.results)} captures failed; the first: {first.input}: {first.error}")
+    return 0
+
+
 def perf(argv: list[str]) -> int:
     try:
         from .perf.__main__ import main as perf_main
@@ -299,6 +346,21 @@ def _parser() -> _Parser:
     s.add_argument("--format", default="table", help=fmt_help)
     s.set_defaults(run=pcap_stats)
 
+    q = sub.add_parser("to-parquet", help="captures to Parquet, one file per capture",
+                       description="Convert each capture of IN (files or directories) to OUT/<name>.parquet, in "
+                                   "parallel; complete outputs are skipped on a re-run. One row per capture on stdout.")
+    q.add_argument("inputs", nargs="+", metavar="IN", help="capture files or directories")
+    q.add_argument("output", metavar="OUT", help="output directory (created if missing)")
+    q.add_argument("--kind", default="flows", help=f"{'|'.join(KINDS)} (default flows)")
+    q.add_argument("--mode", default="unidir", help="unidir|bidir flows (default unidir)")
+    q.add_argument("--filter", default=None, metavar="BPF", help="BPF expression (default: every packet)")
+    q.add_argument("--idle-timeout", default=None, metavar="S", help="split flows idle for S seconds")
+    q.add_argument("--active-timeout", default=None, metavar="S", help="split flows lasting S seconds")
+    q.add_argument("--workers", default=None, metavar="N", help="captures converted at once (default: CPUs)")
+    q.add_argument("--compression", default="zstd", help="zstd|snappy|lz4|gzip|brotli|none (default zstd)")
+    q.add_argument("--format", default="table", help=fmt_help)
+    q.set_defaults(run=to_parquet)
+
     sub.add_parser("perf", help="the performance runner (python -m paclo.perf)", add_help=False)
     return p
 
@@ -316,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"ERROR: {e}", file=sys.stderr)
             return e.code
     parser = _parser()
-    commands = ("flow-topn", "pcap-filter", "pcap-stats", "perf")
+    commands = ("flow-topn", "pcap-filter", "pcap-stats", "to-parquet", "perf")
     if argv and not argv[0].startswith("-") and argv[0] not in commands:
         print(f"ERROR: invalid command: {argv[0]} (allowed: {', '.join(commands)})", file=sys.stderr)
         return 3
@@ -324,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
         if args.command is None:
             parser.print_usage(sys.stderr)
-            raise CliError(1, "missing COMMAND (flow-topn, pcap-filter, pcap-stats, perf)")
+            raise CliError(1, f"missing COMMAND ({', '.join(commands)})")
         run: Callable[[argparse.Namespace], int] = args.run
         return run(args)
     except CliError as e:

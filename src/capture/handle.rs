@@ -23,6 +23,15 @@ const ERROR_NO_SUCH_DEVICE: c_int = -5;
 const ERROR_PERM_DENIED: c_int = -8;
 const ERROR_PROMISC_PERM_DENIED: c_int = -11;
 
+/// What grants the right to capture, as the permission error says it.
+#[cfg(target_os = "linux")]
+const PERMISSION_HINT: &str =
+    "live capture needs CAP_NET_RAW (and CAP_NET_ADMIN for promiscuous mode) or root";
+/// What grants the right to capture, as the permission error says it.
+#[cfg(not(target_os = "linux"))]
+const PERMISSION_HINT: &str =
+    "live capture needs read access to the BPF devices (/dev/bpf*, e.g. Wireshark's ChmodBPF group) or root";
+
 /// libpcap's version string (`pcap_lib_version`).
 pub fn libpcap_version() -> String {
     // SAFETY: pcap_lib_version returns a pointer to a static NUL-terminated string.
@@ -208,12 +217,16 @@ impl Handle {
                     let names = device_names();
                     Error::Capture(format!(
                         "no such capture device {device:?}; available devices: {}",
-                        if names.is_empty() { "(none)".to_string() } else { names.join(", ") }
+                        if names.is_empty() {
+                            "(none)".to_string()
+                        } else {
+                            names.join(", ")
+                        }
                     ))
                 }
                 ERROR_PERM_DENIED | ERROR_PROMISC_PERM_DENIED => Error::PermissionDenied {
                     what: format!("capture on {device:?}: {detail}"),
-                    hint: Some("live capture needs CAP_NET_RAW (and CAP_NET_ADMIN for promiscuous mode) or root"),
+                    hint: Some(PERMISSION_HINT),
                 },
                 _ => Error::Capture(format!("cannot activate capture on {device:?}: {detail}")),
             });
@@ -449,6 +462,25 @@ pub fn immediate_buffer_plan(
             as u32
     });
     (size, immediate_ring_slots(snaplen, size, mtu))
+}
+
+/// The ring an immediate-mode capture on `device` gets: `(buffer_size, estimated slots)`
+/// as [`immediate_buffer_plan`] sizes it. Only Linux has the fixed-slot ring (TPACKET_V2);
+/// elsewhere (BPF on macOS and the BSDs) immediate mode changes no buffer and this is `None`.
+pub fn immediate_ring_plan(
+    device: &str,
+    snaplen: u32,
+    buffer_size: Option<u32>,
+) -> Option<(u32, u64)> {
+    if cfg!(target_os = "linux") {
+        Some(immediate_buffer_plan(
+            snaplen,
+            buffer_size,
+            device_mtu(device),
+        ))
+    } else {
+        None
+    }
 }
 
 /// The MTU of `device` (Linux sysfs), `None` when unknown.

@@ -3,7 +3,8 @@
 //! [`parse`] reads only what a flow needs (IP version, protocol, addresses, ports, the
 //! outermost VLAN id, TCP flags) and never allocates. Every read goes through `get`, so no
 //! input, however malformed, can panic; a short or invalid header ends the walk and is
-//! recorded in [`FlowFields::error`], keeping the fields that parsed.
+//! recorded in [`FlowFields::error`] as the decoder's own [`DecodeError`] (layer, bytes
+//! needed, bytes present, offset), keeping the fields that parsed.
 //!
 //! Validity rules are the full decoder's ([`crate::decode::decode`], built on etherparse's
 //! lax slicing), so both decoders agree on version, protocol, addresses and ports:
@@ -27,11 +28,15 @@
 //!   fragments (IPv4 offset != 0, IPv6 fragment offset != 0) have no ports; first
 //!   fragments have them when the L4 header is present.
 //!
-//! `src/flow/agreement_tests.rs` checks both agreements (with the full decoder, and with
-//! etherparse's `LaxSlicedPacket` where the decoder follows it) over a corpus, every prefix
-//! of it, random bytes and mutated frames.
+//! Link types, EtherTypes, VLAN TPIDs, protocol numbers, limits and the header lengths the
+//! decoder defines are the decoder's (the field offsets of the IP and transport headers,
+//! which the decoder leaves to etherparse, are named here).
+//!
+//! `src/flow/agreement_tests.rs` checks both agreements (with the full decoder, errors
+//! included, and with etherparse's `LaxSlicedPacket` where the decoder follows it) over a
+//! corpus, every prefix of it, random bytes and mutated frames.
 
-use std::fmt;
+use crate::decode::error::{DecodeError, ErrorKind, Invalid, Layer};
 
 /// Link types the fast path reads: the decoder's (the pcap LINKTYPE registry numbers).
 pub mod linktype {
@@ -47,26 +52,21 @@ pub use crate::decode::ipv6_ext::MAX_EXT_HEADERS as MAX_IPV6_EXT_HEADERS;
 /// The most VLAN tags skipped before giving up on L3 (the decoder's limit).
 pub use crate::decode::link::MAX_VLAN_TAGS;
 
+use crate::decode::icmp::ICMP_HEADER_LEN;
+use crate::decode::ipv4::{IPV4_FLAGS_FRAG as IPV4_FRAG_OFFSET, IPV4_MF, IPV4_OFFSET_MASK};
+use crate::decode::ipv6::IPV6_HEADER_LEN;
 use crate::decode::link::{
-    ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETH_HEADER_LEN, SLL_HEADER_LEN, VLAN_TPIDS,
+    AF_INET, AF_INET6, ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETH_HEADER_LEN, ETH_TYPE as ETH_TYPE_OFFSET,
+    LOOPBACK_HEADER_LEN as NULL_HEADER_LEN, SLL2_HEADER_LEN, SLL_HEADER_LEN,
+    SLL_PROTOCOL as SLL_PROTOCOL_OFFSET, VLAN_TAG_LEN, VLAN_TPIDS,
 };
-
-const ETH_TYPE_OFFSET: usize = 12;
-const VLAN_TAG_LEN: usize = 4;
-const SLL_PROTOCOL_OFFSET: usize = 14;
-const SLL2_HEADER_LEN: usize = 20;
-const NULL_HEADER_LEN: usize = 4;
 
 const IPV4_MIN_HEADER_LEN: usize = 20;
 const IPV4_TOTAL_LEN_OFFSET: usize = 2;
-const IPV4_FRAG_OFFSET: usize = 6;
 const IPV4_PROTOCOL_OFFSET: usize = 9;
 const IPV4_SRC_OFFSET: usize = 12;
 const IPV4_DST_OFFSET: usize = 16;
-const IPV4_MORE_FRAGMENTS: u16 = 0x2000;
-const IPV4_FRAG_OFFSET_MASK: u16 = 0x1FFF;
 
-const IPV6_HEADER_LEN: usize = 40;
 const IPV6_PAYLOAD_LEN_OFFSET: usize = 4;
 const IPV6_NEXT_HEADER_OFFSET: usize = 6;
 const IPV6_SRC_OFFSET: usize = 8;
@@ -81,76 +81,16 @@ const UDP_HEADER_LEN: usize = 8;
 const TCP_MIN_HEADER_LEN: usize = 20;
 const TCP_DATA_OFFSET: usize = 12;
 const TCP_FLAGS_OFFSET: usize = 13;
-const ICMP_MIN_LEN: usize = 8;
 
-/// IP protocol numbers the fast path looks at.
+/// IP protocol numbers the fast path looks at: the decoder's.
 pub mod ip_proto {
-    /// IPv6 hop-by-hop options.
-    pub const HOP_BY_HOP: u8 = 0;
-    /// ICMP.
-    pub const ICMP: u8 = 1;
-    /// TCP.
-    pub const TCP: u8 = 6;
-    /// UDP.
-    pub const UDP: u8 = 17;
-    /// IPv6 routing header.
-    pub const ROUTING: u8 = 43;
-    /// IPv6 fragment header.
-    pub const FRAGMENT: u8 = 44;
-    /// Encapsulating security payload (terminal).
-    pub const ESP: u8 = 50;
-    /// Authentication header.
-    pub const AH: u8 = 51;
-    /// ICMPv6.
-    pub const ICMPV6: u8 = 58;
-    /// IPv6 destination options.
-    pub const DEST_OPTS: u8 = 60;
-}
-
-/// Why the walk stopped early. Fields parsed before the stop are kept.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StopReason {
-    /// The link-layer header is shorter than its fixed size.
-    TruncatedLink,
-    /// A VLAN tag is cut.
-    TruncatedVlan,
-    /// No bytes after the link layer, or an IPv4/IPv6 header is cut.
-    TruncatedIp,
-    /// The version nibble is neither 4 nor 6.
-    InvalidIpVersion,
-    /// IPv4 IHL below 5.
-    InvalidIpv4HeaderLength,
-    /// An IPv6 extension header or an AH header is cut.
-    TruncatedExtension,
-    /// An IPv4 AH header with a zero payload length.
-    InvalidAuthHeader,
-    /// The UDP, TCP or ICMP header is cut.
-    TruncatedTransport,
-    /// TCP data offset below 5.
-    InvalidTcpHeader,
-}
-
-impl StopReason {
-    /// A short lowercase message for `decode_error`.
-    pub fn message(self) -> &'static str {
-        match self {
-            StopReason::TruncatedLink => "truncated link-layer header",
-            StopReason::TruncatedVlan => "truncated VLAN header",
-            StopReason::TruncatedIp => "truncated IP header",
-            StopReason::InvalidIpVersion => "invalid IP version",
-            StopReason::InvalidIpv4HeaderLength => "invalid IPv4 header length",
-            StopReason::TruncatedExtension => "truncated IP extension header",
-            StopReason::InvalidAuthHeader => "invalid IP authentication header",
-            StopReason::TruncatedTransport => "truncated transport header",
-            StopReason::InvalidTcpHeader => "invalid TCP data offset",
-        }
-    }
-}
-
-impl fmt::Display for StopReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.message())
-    }
+    pub use crate::decode::ipv6_ext::{
+        IPV6_AUTH as AH, IPV6_DEST_OPTIONS as DEST_OPTS, IPV6_ESP as ESP,
+        IPV6_FRAGMENT as FRAGMENT, IPV6_HOP_BY_HOP as HOP_BY_HOP, IPV6_ROUTING as ROUTING,
+    };
+    pub use crate::decode::transport::{
+        PROTO_ICMP as ICMP, PROTO_ICMPV6 as ICMPV6, PROTO_TCP as TCP, PROTO_UDP as UDP,
+    };
 }
 
 /// The projection of one packet. `ip_version == 0` means no L3 (the address, protocol and
@@ -192,8 +132,8 @@ pub struct FlowFields {
     /// Length of that payload, limited by the IP and UDP lengths (link-layer padding is
     /// not payload).
     pub payload_len: u32,
-    /// Why the walk stopped early, if it did.
-    pub error: Option<StopReason>,
+    /// Why the walk stopped early, if it did: the layer that was cut or invalid, where.
+    pub error: Option<DecodeError>,
 }
 
 impl FlowFields {
@@ -204,6 +144,13 @@ impl FlowFields {
         let start = self.payload_offset as usize;
         data.get(start..start + self.payload_len as usize)
             .unwrap_or(&[])
+    }
+
+    /// Record the payload: `len` bytes at offset `at` of the packet.
+    #[inline(always)]
+    fn set_payload(&mut self, at: usize, len: usize) {
+        self.payload_offset = at as u32;
+        self.payload_len = len as u32;
     }
 }
 
@@ -232,35 +179,33 @@ fn v6_addr(d: &[u8], i: usize) -> Option<[u8; 16]> {
 #[inline(always)]
 pub fn parse(linktype: u32, data: &[u8], out: &mut FlowFields) {
     *out = FlowFields::default();
-    // The walk passes sub-slices down; the transport layer turns its payload's address
-    // into an offset from here.
-    let base = data.as_ptr() as usize;
+    let cut = |layer, need| DecodeError::truncated(layer, need, data.len(), 0);
     match linktype {
         linktype::ETHERNET => {
             let Some(et) = be16(data, ETH_TYPE_OFFSET) else {
-                out.error = Some(StopReason::TruncatedLink);
+                out.error = Some(cut(Layer::Ethernet, ETH_HEADER_LEN));
                 return;
             };
-            ether(data, base, ETH_HEADER_LEN, et, out);
+            ether(data, Layer::Ethernet, ETH_HEADER_LEN, et, out);
         }
-        linktype::RAW | linktype::RAW_12 | linktype::RAW_14 => ip(data, base, out),
+        linktype::RAW | linktype::RAW_12 | linktype::RAW_14 => ip(data, 0, Layer::Ip, out),
         linktype::LINUX_SLL => {
             let Some(et) = be16(data, SLL_PROTOCOL_OFFSET) else {
-                out.error = Some(StopReason::TruncatedLink);
+                out.error = Some(cut(Layer::LinuxSll, SLL_HEADER_LEN));
                 return;
             };
-            ether(data, base, SLL_HEADER_LEN, et, out);
+            ether(data, Layer::LinuxSll, SLL_HEADER_LEN, et, out);
         }
         linktype::LINUX_SLL2 => {
             let (Some(et), true) = (be16(data, 0), data.len() >= SLL2_HEADER_LEN) else {
-                out.error = Some(StopReason::TruncatedLink);
+                out.error = Some(cut(Layer::LinuxSll2, SLL2_HEADER_LEN));
                 return;
             };
-            ether(data, base, SLL2_HEADER_LEN, et, out);
+            ether(data, Layer::LinuxSll2, SLL2_HEADER_LEN, et, out);
         }
         linktype::NULL | linktype::LOOP => {
             let Some(b) = data.get(..NULL_HEADER_LEN) else {
-                out.error = Some(StopReason::TruncatedLink);
+                out.error = Some(cut(Layer::Loopback, NULL_HEADER_LEN));
                 return;
             };
             let b = [b[0], b[1], b[2], b[3]];
@@ -276,30 +221,36 @@ pub fn parse(linktype: u32, data: &[u8], out: &mut FlowFields) {
                 }
             };
             // AF_INET is 2 everywhere; AF_INET6 is 10 (Linux), 24, 28 or 30 (BSDs, macOS).
-            if matches!(family, 2 | 10 | 24 | 28 | 30) {
-                ip(&data[NULL_HEADER_LEN..], base, out);
+            let rest = &data[NULL_HEADER_LEN..];
+            if family == AF_INET {
+                ip(rest, NULL_HEADER_LEN, Layer::Ipv4, out);
+            } else if AF_INET6.contains(&family) {
+                ip(rest, NULL_HEADER_LEN, Layer::Ipv6, out);
             }
         }
         _ => {}
     }
 }
 
+/// The link header `link` of `off` bytes, then its EtherType `et` (and VLAN tags).
 #[inline(always)]
-fn ether(data: &[u8], base: usize, mut off: usize, mut et: u16, out: &mut FlowFields) {
+fn ether(data: &[u8], link: Layer, mut off: usize, mut et: u16, out: &mut FlowFields) {
     if data.len() < off {
-        out.error = Some(StopReason::TruncatedLink);
+        out.error = Some(DecodeError::truncated(link, off, data.len(), 0));
         return;
     }
     let mut tags = 0;
     loop {
         match et {
-            ETHERTYPE_IPV4 | ETHERTYPE_IPV6 => return ip(&data[off..], base, out),
+            ETHERTYPE_IPV4 => return ip(&data[off..], off, Layer::Ipv4, out),
+            ETHERTYPE_IPV6 => return ip(&data[off..], off, Layer::Ipv6, out),
             t if VLAN_TPIDS.contains(&t) => {
                 if tags == MAX_VLAN_TAGS {
                     return;
                 }
                 let (Some(tci), Some(next)) = (be16(data, off), be16(data, off + 2)) else {
-                    out.error = Some(StopReason::TruncatedVlan);
+                    let have = data.len() - off;
+                    out.error = Some(DecodeError::truncated(Layer::Vlan, VLAN_TAG_LEN, have, off));
                     return;
                 };
                 if tags == 0 {
@@ -315,21 +266,44 @@ fn ether(data: &[u8], base: usize, mut off: usize, mut et: u16, out: &mut FlowFi
     }
 }
 
+/// An IP header at offset `base` of the frame. `layer` is what the link layer announced
+/// (`Ip` when it names no version): the layer a cut or invalid header is reported on.
 #[inline(always)]
-fn ip(s: &[u8], base: usize, out: &mut FlowFields) {
+fn ip(s: &[u8], base: usize, layer: Layer, out: &mut FlowFields) {
     match s.first().map(|b| b >> 4) {
-        None => out.error = Some(StopReason::TruncatedIp),
+        None => {
+            let need = match layer {
+                Layer::Ipv4 => IPV4_MIN_HEADER_LEN,
+                Layer::Ipv6 => IPV6_HEADER_LEN,
+                _ => 1,
+            };
+            out.error = Some(DecodeError::truncated(layer, need, 0, base));
+        }
         Some(4) => ipv4(s, base, out),
         Some(6) => ipv6(s, base, out),
-        Some(_) => out.error = Some(StopReason::InvalidIpVersion),
+        Some(v) => out.error = Some(DecodeError::invalid(layer, Invalid::IpVersion(v), base)),
     }
 }
 
 #[inline(always)]
 fn ipv4(s: &[u8], base: usize, out: &mut FlowFields) {
-    let hl = usize::from(s[0] & 0x0F) * 4;
+    // The order of etherparse's checks (the decoder's): the minimum length, the IHL, the
+    // header length.
+    if s.len() < IPV4_MIN_HEADER_LEN {
+        let have = s.len();
+        out.error = Some(DecodeError::truncated(
+            Layer::Ipv4,
+            IPV4_MIN_HEADER_LEN,
+            have,
+            base,
+        ));
+        return;
+    }
+    let ihl = s[0] & 0x0F;
+    let hl = usize::from(ihl) * 4;
     if hl < IPV4_MIN_HEADER_LEN {
-        out.error = Some(StopReason::InvalidIpv4HeaderLength);
+        let why = Invalid::Ipv4HeaderLength(ihl);
+        out.error = Some(DecodeError::invalid(Layer::Ipv4, why, base));
         return;
     }
     let (Some(total), Some(frag), Some(&proto), Some(src), Some(dst), true) = (
@@ -340,7 +314,7 @@ fn ipv4(s: &[u8], base: usize, out: &mut FlowFields) {
         mapped_v4(s, IPV4_DST_OFFSET),
         s.len() >= hl,
     ) else {
-        out.error = Some(StopReason::TruncatedIp);
+        out.error = Some(DecodeError::truncated(Layer::Ipv4, hl, s.len(), base));
         return;
     };
     let total = usize::from(total);
@@ -354,17 +328,19 @@ fn ipv4(s: &[u8], base: usize, out: &mut FlowFields) {
     out.protocol = proto;
     out.src = src;
     out.dst = dst;
-    let non_first = frag & IPV4_FRAG_OFFSET_MASK != 0;
+    let non_first = frag & IPV4_OFFSET_MASK != 0;
     out.later_fragment = non_first;
-    out.fragment = non_first || frag & IPV4_MORE_FRAGMENTS != 0;
+    out.fragment = non_first || frag & IPV4_MF != 0;
     if non_first {
         return;
     }
     let mut payload = payload;
+    let mut at = base + hl;
     if proto == ip_proto::AH {
-        match auth(payload) {
+        match auth(payload, at) {
             Ok((next, rest)) => {
                 out.protocol = next;
+                at += payload.len() - rest.len();
                 payload = rest;
             }
             Err(e) => {
@@ -373,35 +349,45 @@ fn ipv4(s: &[u8], base: usize, out: &mut FlowFields) {
             }
         }
     }
-    transport(payload, base, out);
+    transport(payload, at, out);
 }
 
-/// Skip an AH header: (next header, bytes after it).
+/// Skip an AH header at offset `at`: (next header, bytes after it).
 #[inline(always)]
-fn auth(p: &[u8]) -> Result<(u8, &[u8]), StopReason> {
+fn auth(p: &[u8], at: usize) -> Result<(u8, &[u8]), DecodeError> {
     if p.len() < AH_MIN_LEN {
-        return Err(StopReason::TruncatedExtension);
+        return Err(DecodeError::truncated(
+            Layer::IpAuth,
+            AH_MIN_LEN,
+            p.len(),
+            at,
+        ));
     }
     if p[1] == 0 {
-        return Err(StopReason::InvalidAuthHeader);
+        return Err(DecodeError::invalid(
+            Layer::IpAuth,
+            Invalid::AuthLengthZero,
+            at,
+        ));
     }
     let len = (usize::from(p[1]) + 2) * 4;
     match p.get(len..) {
         Some(rest) => Ok((p[0], rest)),
-        None => Err(StopReason::TruncatedExtension),
+        None => Err(DecodeError::truncated(Layer::IpAuth, len, p.len(), at)),
     }
 }
 
-/// Skip a generic extension header (0, 43, 60): (next header, bytes after it).
+/// Skip a generic extension header (0, 43, 60) at offset `at`, reported as `layer`:
+/// (next header, bytes after it).
 #[inline(always)]
-fn raw_ext(p: &[u8]) -> Result<(u8, &[u8]), StopReason> {
+fn raw_ext(p: &[u8], layer: Layer, at: usize) -> Result<(u8, &[u8]), DecodeError> {
     if p.len() < IPV6_EXT_MIN_LEN {
-        return Err(StopReason::TruncatedExtension);
+        return Err(DecodeError::truncated(layer, IPV6_EXT_MIN_LEN, p.len(), at));
     }
     let len = (usize::from(p[1]) + 1) * 8;
     match p.get(len..) {
         Some(rest) => Ok((p[0], rest)),
-        None => Err(StopReason::TruncatedExtension),
+        None => Err(DecodeError::truncated(layer, len, p.len(), at)),
     }
 }
 
@@ -431,7 +417,12 @@ fn ipv6(s: &[u8], base: usize, out: &mut FlowFields) {
         v6_addr(s, IPV6_SRC_OFFSET),
         v6_addr(s, IPV6_DST_OFFSET),
     ) else {
-        out.error = Some(StopReason::TruncatedIp);
+        out.error = Some(DecodeError::truncated(
+            Layer::Ipv6,
+            IPV6_HEADER_LEN,
+            s.len(),
+            base,
+        ));
         return;
     };
     let plen = usize::from(plen);
@@ -445,6 +436,7 @@ fn ipv6(s: &[u8], base: usize, out: &mut FlowFields) {
     out.src = src;
     out.dst = dst;
     let mut next = next;
+    let mut at = base + IPV6_HEADER_LEN;
     let mut count = 0;
     while matches!(
         next,
@@ -470,26 +462,42 @@ fn ipv6(s: &[u8], base: usize, out: &mut FlowFields) {
                     }
                     Ok((h[0], &payload[IPV6_FRAG_HEADER_LEN..]))
                 }
-                _ => Err(StopReason::TruncatedExtension),
+                _ => Err(DecodeError::truncated(
+                    Layer::Ipv6Fragment,
+                    IPV6_FRAG_HEADER_LEN,
+                    payload.len(),
+                    at,
+                )),
             },
-            ip_proto::AH => match auth(payload) {
-                Err(StopReason::InvalidAuthHeader) => return,
+            ip_proto::AH => match auth(payload, at) {
+                Err(DecodeError {
+                    kind: ErrorKind::Invalid(Invalid::AuthLengthZero),
+                    ..
+                }) => return,
                 other => other,
             },
-            ip_proto::ROUTING => raw_ext(payload),
-            _ => match raw_ext(payload) {
-                Ok((n, after)) => {
-                    if !options_fit(&payload[..payload.len() - after.len()]) {
-                        return;
+            ip_proto::ROUTING => raw_ext(payload, Layer::Ipv6Routing, at),
+            n => {
+                let layer = if n == ip_proto::HOP_BY_HOP {
+                    Layer::Ipv6HopByHop
+                } else {
+                    Layer::Ipv6DestOptions
+                };
+                match raw_ext(payload, layer, at) {
+                    Ok((n, after)) => {
+                        if !options_fit(&payload[..payload.len() - after.len()]) {
+                            return;
+                        }
+                        Ok((n, after))
                     }
-                    Ok((n, after))
+                    Err(e) => Err(e),
                 }
-                Err(e) => Err(e),
-            },
+            }
         };
         match step {
             Ok((n, p)) => {
                 next = n;
+                at += payload.len() - p.len();
                 payload = p;
             }
             Err(e) => {
@@ -500,18 +508,13 @@ fn ipv6(s: &[u8], base: usize, out: &mut FlowFields) {
     }
     out.has_protocol = true;
     out.protocol = next;
-    transport(payload, base, out);
+    transport(payload, at, out);
 }
 
-/// Record where `payload` sits in the packet that starts at address `base`.
+/// The transport header at offset `at` of the frame.
 #[inline(always)]
-fn set_payload(payload: &[u8], base: usize, out: &mut FlowFields) {
-    out.payload_offset = (payload.as_ptr() as usize - base) as u32;
-    out.payload_len = payload.len() as u32;
-}
-
-#[inline(always)]
-fn transport(p: &[u8], base: usize, out: &mut FlowFields) {
+fn transport(p: &[u8], at: usize, out: &mut FlowFields) {
+    let cut = |layer, need| Some(DecodeError::truncated(layer, need, p.len(), at));
     match out.protocol {
         ip_proto::UDP => match (be16(p, 0), be16(p, 2), p.len() >= UDP_HEADER_LEN) {
             (Some(sp), Some(dp), true) => {
@@ -523,27 +526,29 @@ fn transport(p: &[u8], base: usize, out: &mut FlowFields) {
                     Some(l) if (UDP_HEADER_LEN..p.len()).contains(&l) => l,
                     _ => p.len(),
                 };
-                set_payload(&p[UDP_HEADER_LEN..end], base, out);
+                out.set_payload(at + UDP_HEADER_LEN, end - UDP_HEADER_LEN);
             }
-            _ => out.error = Some(StopReason::TruncatedTransport),
+            _ => out.error = cut(Layer::Udp, UDP_HEADER_LEN),
         },
         ip_proto::TCP => {
-            let (Some(sp), Some(dp), Some(&doff), Some(&flags)) = (
+            let (Some(sp), Some(dp), Some(&doff), Some(&flags), true) = (
                 be16(p, 0),
                 be16(p, 2),
                 p.get(TCP_DATA_OFFSET),
                 p.get(TCP_FLAGS_OFFSET),
+                p.len() >= TCP_MIN_HEADER_LEN,
             ) else {
-                out.error = Some(StopReason::TruncatedTransport);
+                out.error = cut(Layer::Tcp, TCP_MIN_HEADER_LEN);
                 return;
             };
             let hl = usize::from(doff >> 4) * 4;
             if hl < TCP_MIN_HEADER_LEN {
-                out.error = Some(StopReason::InvalidTcpHeader);
+                let why = Invalid::TcpDataOffset(doff >> 4);
+                out.error = Some(DecodeError::invalid(Layer::Tcp, why, at));
                 return;
             }
             if p.len() < hl {
-                out.error = Some(StopReason::TruncatedTransport);
+                out.error = cut(Layer::Tcp, hl);
                 return;
             }
             out.has_ports = true;
@@ -551,10 +556,13 @@ fn transport(p: &[u8], base: usize, out: &mut FlowFields) {
             out.dst_port = dp;
             out.has_tcp_flags = true;
             out.tcp_flags = flags;
-            set_payload(&p[hl..], base, out);
+            out.set_payload(at + hl, p.len() - hl);
         }
-        ip_proto::ICMP | ip_proto::ICMPV6 if p.len() < ICMP_MIN_LEN => {
-            out.error = Some(StopReason::TruncatedTransport);
+        ip_proto::ICMP if p.len() < ICMP_HEADER_LEN => {
+            out.error = cut(Layer::Icmpv4, ICMP_HEADER_LEN)
+        }
+        ip_proto::ICMPV6 if p.len() < ICMP_HEADER_LEN => {
+            out.error = cut(Layer::Icmpv6, ICMP_HEADER_LEN)
         }
         _ => {}
     }
@@ -669,7 +677,8 @@ mod tests {
         // Cut inside the destination options header: the protocol is unknown.
         let f = run(linktype::RAW, &p[..40 + 8 + 8 + 8 + 4]);
         assert_eq!((f.ip_version, f.has_protocol), (6, false));
-        assert_eq!(f.error, Some(StopReason::TruncatedExtension));
+        let e = DecodeError::truncated(Layer::Ipv6DestOptions, 8, 4, 64);
+        assert_eq!(f.error, Some(e));
         assert!(!f.has_ports);
 
         // ESP is terminal.
@@ -702,7 +711,7 @@ mod tests {
         assert_eq!(run(linktype::LOOP, &null_le).ip_version, 0);
         assert_eq!(
             run(linktype::LINUX_SLL, &sll[..10]).error,
-            Some(StopReason::TruncatedLink)
+            Some(DecodeError::truncated(Layer::LinuxSll, 16, 10, 0))
         );
         assert_eq!(run(147, &ip).ip_version, 0);
     }
@@ -721,9 +730,62 @@ mod tests {
             0, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0x60, 0x02, 0, 0, 0, 0, 0, 0,
         ]);
         let f = run(linktype::RAW, &p);
-        assert_eq!(f.error, Some(StopReason::TruncatedTransport));
+        assert_eq!(
+            f.error,
+            Some(DecodeError::truncated(Layer::Tcp, 24, 20, 20))
+        );
         assert!(!f.has_ports);
         p.extend_from_slice(&[2, 4, 5, 0xb4]);
         assert!(run(linktype::RAW, &p).has_ports);
+    }
+
+    /// Truncation and invalid headers are reported in the decoder's vocabulary: the layer,
+    /// the bytes it needs, the bytes present, the offset in the frame.
+    #[test]
+    fn errors_name_the_layer_need_have_and_offset() {
+        let frame = eth(0x0800, &ipv4_udp(0));
+        let at = |n: usize| run(linktype::ETHERNET, &frame[..n]).error;
+        assert_eq!(
+            at(10),
+            Some(DecodeError::truncated(Layer::Ethernet, 14, 10, 0))
+        );
+        assert_eq!(at(14), Some(DecodeError::truncated(Layer::Ipv4, 20, 0, 14)));
+        assert_eq!(
+            at(26),
+            Some(DecodeError::truncated(Layer::Ipv4, 20, 12, 14))
+        );
+        assert_eq!(at(40), Some(DecodeError::truncated(Layer::Udp, 8, 6, 34)));
+        assert_eq!(at(42), None);
+        assert_eq!(
+            at(40).unwrap().to_string(),
+            "truncated UDP header: need 8 bytes, have 6 at offset 34"
+        );
+        let mut bad = frame.clone();
+        bad[14] = 0x43;
+        let e = run(linktype::ETHERNET, &bad).error;
+        assert_eq!(
+            e,
+            Some(DecodeError::invalid(
+                Layer::Ipv4,
+                Invalid::Ipv4HeaderLength(3),
+                14
+            ))
+        );
+        bad[14] = 0x75;
+        let e = run(linktype::ETHERNET, &bad).error;
+        assert_eq!(
+            e,
+            Some(DecodeError::invalid(Layer::Ipv4, Invalid::IpVersion(7), 14))
+        );
+        assert_eq!(
+            run(linktype::RAW, &[]).error,
+            Some(DecodeError::truncated(Layer::Ip, 1, 0, 0))
+        );
+        let mut vlan = vec![0x00, 0x05];
+        vlan.truncate(1);
+        assert_eq!(
+            run(linktype::ETHERNET, &eth(0x8100, &vlan)).error,
+            Some(DecodeError::truncated(Layer::Vlan, 4, 1, 14))
+        );
     }
 }

@@ -9,9 +9,12 @@ use super::packet::{len_error, L3};
 use super::transport::{decode_l4, L4};
 
 const IPV4_TOS: usize = 1;
-const IPV4_FLAGS_FRAG: usize = 6;
-const IPV4_MF: u16 = 0x2000;
-const IPV4_OFFSET_MASK: u16 = 0x1FFF;
+/// Offset of the flags and fragment offset field.
+pub(crate) const IPV4_FLAGS_FRAG: usize = 6;
+/// The more-fragments flag.
+pub(crate) const IPV4_MF: u16 = 0x2000;
+/// The fragment offset bits.
+pub(crate) const IPV4_OFFSET_MASK: u16 = 0x1FFF;
 
 /// An IPv4 packet.
 #[derive(Clone, Debug)]

@@ -35,7 +35,8 @@ pub const MAX_VLAN_TAGS: usize = 3;
 pub const ETH_HEADER_LEN: usize = 14;
 const ETH_DST: usize = 0;
 const ETH_SRC: usize = 6;
-const ETH_TYPE: usize = 12;
+/// Offset of the EtherType in an Ethernet II header.
+pub(crate) const ETH_TYPE: usize = 12;
 
 /// Linux SLL header length.
 pub const SLL_HEADER_LEN: usize = 16;
@@ -43,7 +44,8 @@ const SLL_PKTTYPE: usize = 0;
 const SLL_HATYPE: usize = 2;
 const SLL_HALEN: usize = 4;
 const SLL_ADDR: usize = 6;
-const SLL_PROTOCOL: usize = 14;
+/// Offset of the protocol (EtherType) in a Linux SLL header.
+pub(crate) const SLL_PROTOCOL: usize = 14;
 
 /// Linux SLL2 header length.
 pub const SLL2_HEADER_LEN: usize = 20;
@@ -57,9 +59,10 @@ const SLL_ADDR_MAX: usize = 8;
 
 /// BSD loopback header length.
 pub const LOOPBACK_HEADER_LEN: usize = 4;
-const AF_INET: u32 = 2;
+/// AF_INET, the same everywhere.
+pub(crate) const AF_INET: u32 = 2;
 /// AF_INET6 on Linux, NetBSD/OpenBSD, FreeBSD and macOS.
-const AF_INET6: [u32; 4] = [10, 24, 28, 30];
+pub(crate) const AF_INET6: [u32; 4] = [10, 24, 28, 30];
 
 /// VLAN tag length.
 pub const VLAN_TAG_LEN: usize = 4;

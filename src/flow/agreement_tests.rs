@@ -261,7 +261,8 @@ fn decoder_view(lt: u32, data: &[u8]) -> View {
     }
 }
 
-/// Compare one frame with the full decoder: every field equal.
+/// Compare one frame with the full decoder: every field equal, and a stop the fast path
+/// reports is the decoder's error, field for field (layer, kind, need, have, offset).
 fn check_decoder(lt: u32, data: &[u8]) {
     let mut f = FlowFields::default();
     fastpath::parse(lt, data, &mut f);
@@ -270,6 +271,10 @@ fn check_decoder(lt: u32, data: &[u8]) {
         decoder_view(lt, data),
         "linktype {lt} frame {data:02x?}"
     );
+    if let Some(e) = f.error {
+        let d = crate::decode::decode(lt, data).error;
+        assert_eq!(Some(e), d, "linktype {lt} frame {data:02x?}: {e}");
+    }
 }
 
 #[test]

@@ -27,7 +27,7 @@ use crate::source::{Limits, PacketSource, RawPacket, SourceLoop, Step};
 
 pub use columns::{ProjectionBuilder, RawBatchBuilder};
 pub use features::{FeatureGroup, FeatureSpec, PacketView};
-pub use table::{Expiration, FlowKey, FlowOptions, FlowStats, FlowTable};
+pub use table::{Expiration, FlowOptions, FlowStats, FlowTable, FlowTuple};
 
 /// Steps a loop takes (packets, or runs of filtered-out records) between two calls of its
 /// [`Stop`] check: the hot loop pays a counter compare per packet, the check runs once per

@@ -16,10 +16,12 @@ use super::features::{FeatureGroup, FeatureSpec, FeatureStore, PacketView, NO_SL
 use crate::decode::fastpath::{self, FlowFields};
 use crate::source::RawPacket;
 
-/// What identifies a flow. Addresses are 16 bytes (IPv4-mapped for IPv4), so comparing
-/// keys compares addresses numerically.
+/// What identifies a flow in a table: the 5-tuple and the VLAN (the decoder's
+/// [`FlowKey`](crate::decode::FlowKey) is the packet map's protocol-and-ports key).
+/// Addresses are 16 bytes (IPv4-mapped for IPv4), so comparing tuples compares addresses
+/// numerically.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct FlowKey {
+pub struct FlowTuple {
     /// 4 or 6.
     pub ip_version: u8,
     /// The transport protocol number.
@@ -36,7 +38,7 @@ pub struct FlowKey {
     pub vlan_id: Option<u16>,
 }
 
-/// The map's key: a [`FlowKey`] packed into three words, so hashing and comparing cost
+/// The map's key: a [`FlowTuple`] packed into three words, so hashing and comparing cost
 /// three operations. Addresses are big-endian numbers, so the derived order is numeric.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct Packed {
@@ -101,10 +103,10 @@ impl Packed {
         }
     }
 
-    fn unpack(self) -> FlowKey {
+    fn unpack(self) -> FlowTuple {
         let port = |bits: u64| (bits & PORT_PRESENT != 0).then_some(bits as u16);
         let vlan = self.meta >> 50;
-        FlowKey {
+        FlowTuple {
             ip_version: self.meta as u8,
             protocol: (self.meta >> 8) as u8,
             src: self.src.to_be_bytes(),
@@ -612,7 +614,7 @@ impl FlowTable {
             return None;
         }
         let take = n.min(self.expired.len());
-        let rows: Vec<(FlowKey, Row)> = self
+        let rows: Vec<(FlowTuple, Row)> = self
             .expired
             .drain(..take)
             .map(|r| (r.key.unpack(), r))
@@ -653,9 +655,9 @@ impl FlowTable {
     }
 
     /// Every row, ordered by first packet time, key, reason and id.
-    fn sorted_rows(&mut self) -> Vec<(FlowKey, Row)> {
+    fn sorted_rows(&mut self) -> Vec<(FlowTuple, Row)> {
         self.finish();
-        let mut rows: Vec<(FlowKey, Row)> = self
+        let mut rows: Vec<(FlowTuple, Row)> = self
             .expired
             .drain(..)
             .map(|r| (r.key.unpack(), r))
@@ -672,7 +674,7 @@ impl FlowTable {
     }
 
     /// Every flow row, ordered by first packet time then key.
-    pub fn rows(mut self) -> Vec<(FlowKey, FlowStats, Expiration)> {
+    pub fn rows(mut self) -> Vec<(FlowTuple, FlowStats, Expiration)> {
         self.sorted_rows()
             .into_iter()
             .map(|(k, r)| (k, r.flow.stats, r.reason))
@@ -680,8 +682,8 @@ impl FlowTable {
     }
 
     /// The `n` largest flows by packets (or bytes), ties broken by key ascending.
-    pub fn top(self, n: usize, by_bytes: bool) -> Vec<(FlowKey, FlowStats)> {
-        let mut rows: Vec<(FlowKey, FlowStats)> =
+    pub fn top(self, n: usize, by_bytes: bool) -> Vec<(FlowTuple, FlowStats)> {
+        let mut rows: Vec<(FlowTuple, FlowStats)> =
             self.rows().into_iter().map(|(k, s, _)| (k, s)).collect();
         let metric = |s: &FlowStats| if by_bytes { s.bytes } else { s.packets };
         rows.sort_unstable_by(|a, b| {
@@ -721,7 +723,7 @@ impl FlowTable {
         self.batch(&rows, Arc::new(schema))
     }
 
-    fn batch(&self, rows: &[(FlowKey, Row)], schema: SchemaRef) -> RecordBatch {
+    fn batch(&self, rows: &[(FlowTuple, Row)], schema: SchemaRef) -> RecordBatch {
         let mut columns = basic_columns(rows, self.opts);
         let slots: Vec<u32> = rows.iter().map(|r| r.1.flow.slot).collect();
         if !self.features.is_empty() {
@@ -771,7 +773,7 @@ fn basic_fields(opts: FlowOptions) -> Vec<Field> {
     fields
 }
 
-fn basic_columns(rows: &[(FlowKey, Row)], opts: FlowOptions) -> Vec<ArrayRef> {
+fn basic_columns(rows: &[(FlowTuple, Row)], opts: FlowOptions) -> Vec<ArrayRef> {
     let n = rows.len();
     let col = |f: &dyn Fn(&FlowStats) -> u64| -> ArrayRef {
         prim::<UInt64Type>(rows.iter().map(|(_, r)| f(&r.flow.stats)).collect(), None)
@@ -785,7 +787,7 @@ fn basic_columns(rows: &[(FlowKey, Row)], opts: FlowOptions) -> Vec<ArrayRef> {
         src.extend_from_slice(&k.src);
         dst.extend_from_slice(&k.dst);
     }
-    let opt16 = |f: &dyn Fn(&FlowKey) -> Option<u16>| -> ArrayRef {
+    let opt16 = |f: &dyn Fn(&FlowTuple) -> Option<u16>| -> ArrayRef {
         let v: Vec<Option<u16>> = rows.iter().map(|(k, _)| f(k)).collect();
         prim::<UInt16Type>(
             v.iter().map(|x| x.unwrap_or(0)).collect(),
@@ -833,8 +835,8 @@ mod tests {
     use proptest::prelude::*;
 
     /// The reference the packed key is checked against: the key field by field.
-    fn key_of(f: &FlowFields) -> FlowKey {
-        FlowKey {
+    fn key_of(f: &FlowFields) -> FlowTuple {
+        FlowTuple {
             ip_version: f.ip_version,
             protocol: f.protocol,
             src: f.src,
@@ -846,12 +848,12 @@ mod tests {
     }
 
     /// The smaller `(address, port)` first (derived `Option` order: `None` first).
-    fn canonical(k: FlowKey) -> (FlowKey, bool) {
+    fn canonical(k: FlowTuple) -> (FlowTuple, bool) {
         if (k.src, k.src_port) <= (k.dst, k.dst_port) {
             (k, true)
         } else {
             (
-                FlowKey {
+                FlowTuple {
                     src: k.dst,
                     src_port: k.dst_port,
                     dst: k.src,

@@ -1,3 +1,4 @@
 //! Deterministic perf datasets and measurement helpers.
 
 pub mod datasets;
+pub mod generator;

@@ -13,13 +13,14 @@ use std::time::Duration;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::gc::PyVisit;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::{PyDict, PyTuple, PyType};
 use pyo3::PyTraverseError;
 
 use super::convert::options::limits;
 use super::convert::stats::{pcap_dict, queue_dict, stats_dict};
-use super::convert::{to_python, DecodeMode};
+use super::convert::{generic_alias, to_python, DecodeMode};
 use super::error::{capture_failed, consumer_failure, warn_truncated, CaptureError};
+use super::gil::QUEUE_SIGNAL_CHECK_EVERY;
 use super::hooks::{call_hook, report_error};
 use crate::capture::queue::{Pop, QueueMode};
 use crate::capture::{LiveOptions, ManagedCapture, ManagedConfig, OwnedPacket};
@@ -35,13 +36,9 @@ struct Consumer {
     finished: bool,
     matched: bool,
     recycle: Option<OwnedPacket>,
-    /// Calls of `__next__`, to check for signals every [`SIGNAL_CHECK_EVERY`].
+    /// Calls of `__next__`, to check for signals every [`QUEUE_SIGNAL_CHECK_EVERY`].
     calls: u64,
 }
-
-/// Packets taken back to back between two checks for signals: a consumer written in C
-/// (`list(capture)`) runs no Python code that would notice Ctrl-C.
-const SIGNAL_CHECK_EVERY: u64 = 1024;
 
 /// The user callbacks of a capture, behind a lock so the garbage collector can clear them
 /// (a callback that refers back to its capture makes a reference cycle).
@@ -174,6 +171,14 @@ impl Capture {
 
 #[pymethods]
 impl Capture {
+    #[classmethod]
+    fn __class_getitem__<'py>(
+        cls: &Bound<'py, PyType>,
+        item: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        generic_alias(cls, item)
+    }
+
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         // The lock is only taken with the GIL held and released before any Python code
         // runs, so it is free whenever the collector traverses.
@@ -216,7 +221,7 @@ impl Capture {
             return self.end(py, consumer);
         }
         consumer.calls += 1;
-        if consumer.calls % SIGNAL_CHECK_EVERY == 0 {
+        if consumer.calls % QUEUE_SIGNAL_CHECK_EVERY == 0 {
             if let Err(e) = py.check_signals() {
                 consumer.finished = true;
                 let _ = self.close_blocking(py);

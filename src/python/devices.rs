@@ -3,7 +3,7 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-use crate::capture::handle::{device_mtu, immediate_buffer_plan};
+use crate::capture::handle::immediate_ring_plan;
 
 /// The devices libpcap can capture on.
 #[pyfunction]
@@ -36,9 +36,10 @@ pub fn libpcap_version() -> String {
     crate::capture::libpcap_version()
 }
 
-/// `(buffer_size, estimated_slots)` for an immediate-mode capture on `device`.
+/// `(buffer_size, estimated_slots)` for an immediate-mode capture on `device`, or `None`
+/// where immediate mode has no fixed-slot ring (every OS but Linux).
 #[pyfunction]
 #[pyo3(signature = (device, snaplen, buffer_size))]
-pub fn immediate_plan(device: &str, snaplen: u32, buffer_size: Option<u32>) -> (u32, u64) {
-    immediate_buffer_plan(snaplen, buffer_size, device_mtu(device))
+pub fn immediate_plan(device: &str, snaplen: u32, buffer_size: Option<u32>) -> Option<(u32, u64)> {
+    immediate_ring_plan(device, snaplen, buffer_size)
 }

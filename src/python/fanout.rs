@@ -7,20 +7,18 @@ use std::time::Duration;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::gc::PyVisit;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::{PyDict, PyTuple, PyType};
 use pyo3::PyTraverseError;
 
 use super::capture::{Capture, CLOSE_TIMEOUT, POP_SLICE};
 use super::convert::stats::fan_out_dict;
-use super::convert::{to_python, DecodeMode};
+use super::convert::{generic_alias, to_python, DecodeMode};
 use super::error::CaptureError;
+use super::gil::QUEUE_SIGNAL_CHECK_EVERY;
 use crate::capture::fanout::{BranchConfig, FanOut as FanOutCore, SourceItem};
 use crate::capture::queue::{Pop, QueueMode};
 use crate::capture::OwnedPacket;
 use crate::stats::{Failure, StopReason};
-
-/// Packets a branch hands out back to back between two checks for signals.
-const SIGNAL_CHECK_EVERY: u64 = 1024;
 
 /// Bounded fan-out of one managed capture to several branch iterators.
 #[pyclass(module = "paclo", name = "FanOut", frozen)]
@@ -42,6 +40,14 @@ impl FanOut {
 
 #[pymethods]
 impl FanOut {
+    #[classmethod]
+    fn __class_getitem__<'py>(
+        cls: &Bound<'py, PyType>,
+        item: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        generic_alias(cls, item)
+    }
+
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         visit.call(&self.capture)
     }
@@ -109,6 +115,14 @@ pub struct FanOutBranch {
 
 #[pymethods]
 impl FanOutBranch {
+    #[classmethod]
+    fn __class_getitem__<'py>(
+        cls: &Bound<'py, PyType>,
+        item: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        generic_alias(cls, item)
+    }
+
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         visit.call(&self.fanout)
     }
@@ -129,7 +143,7 @@ impl FanOutBranch {
             return Ok(None);
         }
         *calls += 1;
-        if *calls % SIGNAL_CHECK_EVERY == 0 {
+        if *calls % QUEUE_SIGNAL_CHECK_EVERY == 0 {
             if let Err(e) = py.check_signals() {
                 *finished = true;
                 let _ = fan.close_all(py);

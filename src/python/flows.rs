@@ -14,8 +14,8 @@ use super::interop::ArrowStream;
 use crate::error::Error;
 use crate::flow::text::{column_version, endpoint, proto_name, write_addr};
 use crate::flow::{
-    self, columns, flows_source, project_source, project_source_with_ids, FeatureSpec, FlowKey,
-    FlowOptions, FlowTable, RawBatches, Walk,
+    self, columns, flows_source, project_source, project_source_with_ids, FeatureSpec, FlowOptions,
+    FlowTable, FlowTuple, RawBatches, Walk,
 };
 use crate::pcap::FileReader;
 use crate::source::{Limits, SourceLoop};
@@ -240,7 +240,7 @@ pub fn flow_topn<'py>(
     let table = build_table(py, source, filter, opts)?;
     let (packets, _) = table.counts();
     let flows = table.len();
-    let top: Vec<(FlowKey, flow::FlowStats)> = py.detach(|| table.top(n, by_bytes));
+    let top: Vec<(FlowTuple, flow::FlowStats)> = py.detach(|| table.top(n, by_bytes));
     let out = PyList::empty(py);
     for (k, s) in top {
         let f = PyDict::new(py);

@@ -16,6 +16,10 @@ use crate::source::Host;
 /// consumer written in C (`list(reader)`) runs no Python code that would notice Ctrl-C.
 pub const SIGNAL_CHECK_EVERY: u64 = 1 << 16;
 
+/// The same for a queue's consumer (a capture or a fan-out branch), whose packets cost a
+/// lock and a copy each: checked more often.
+pub const QUEUE_SIGNAL_CHECK_EVERY: u64 = 1024;
+
 /// The interpreter as the core's [`Host`]: `release` detaches from it, `interrupted` runs
 /// the signal handlers.
 pub struct PyHost<'py>(pub Python<'py>);

@@ -9,7 +9,7 @@
 //! - [`error`]: crate errors to Python exceptions, the one mapping;
 //! - [`gil`] and [`hooks`]: the interpreter around native loops, user callbacks;
 //! - one file of `#[pyfunction]`s and classes per area: [`read`], [`write`], [`capture`],
-//!   [`fanout`], [`flows`], [`flow_stream`], [`decode`], [`devices`], [`perf`].
+//!   [`fanout`], [`flows`], [`flow_stream`], [`decode`], [`devices`], [`perf`], [`generator`].
 //!
 //! The `#[pymodule]` below is the one list of what the module exports.
 
@@ -21,6 +21,7 @@ mod error;
 mod fanout;
 mod flow_stream;
 mod flows;
+mod generator;
 mod gil;
 mod hooks;
 mod interop;
@@ -66,5 +67,6 @@ fn _paclo(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(perf::generate_dataset, m)?)?;
     m.add_function(wrap_pyfunction!(perf::dataset_expected, m)?)?;
     m.add_function(wrap_pyfunction!(perf::dataset_frame, m)?)?;
+    m.add_function(wrap_pyfunction!(generator::udp_generate, m)?)?;
     Ok(())
 }

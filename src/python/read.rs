@@ -11,7 +11,7 @@ use pyo3::types::{PyDict, PyType};
 use super::convert::options::{parse_limit, SourceArg};
 use super::convert::packet::MappedFile;
 use super::convert::stats::{pcap_dict, stats_dict};
-use super::convert::{to_python, to_python_mapped, DecodeMode};
+use super::convert::{generic_alias, to_python, to_python_mapped, DecodeMode};
 use super::error::{consumer_failure, warn_truncated};
 use super::gil::{interruptible, PyHost, SIGNAL_CHECK_EVERY};
 use super::hooks::{call_hook, report_error};
@@ -51,6 +51,14 @@ fn read_before(packets: u64) -> String {
 
 #[pymethods]
 impl Reader {
+    #[classmethod]
+    fn __class_getitem__<'py>(
+        cls: &Bound<'py, PyType>,
+        item: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        generic_alias(cls, item)
+    }
+
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
         slf
     }

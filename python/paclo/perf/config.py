@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NotRequired, TypedDict
 
 CASES = ("udp-64", "tcp-512", "mixed")
 
@@ -32,7 +33,7 @@ PROFILES = {
         5,
         (1_000_000,),
         60_000,
-        ("live-sync-raw", "live-dropping-raw", "live-sync-full", "live-dropping-full"),
+        ("live-sync-raw", "live-dropping-raw", "live-sync-full", "live-dropping-full", "peer-c-libpcap-live-immediate"),
     ),
 }
 
@@ -69,20 +70,46 @@ SCAPY_MAX_PACKETS = 20_000
 # A worker still running after this long is killed and fails the run (the Clojure runner's cap).
 WORKER_TIMEOUT_S = 3600.0
 
-LIVE_SCENARIOS = (
-    "live-raw",
-    "live-raw-buffered",
-    "live-raw-immediate",
-    "live-managed-raw",
-    "live-full",
-    "live-sync-raw",
-    "live-dropping-raw",
-    "live-sync-full",
-    "live-managed-full",
-    "live-managed-fanout-dual",
-    "live-managed-fanout-slow-dropping",
-    "live-dropping-full",
-)
+class LiveScenario(TypedDict):
+    """How one live scenario captures and consumes."""
+
+    engine: str
+    decode: str | None
+    buffer_size: int | None
+    immediate: bool | None
+    queue_mode: str | None
+    fanout_mode: NotRequired[str]
+
+
+MIB16 = 16 * 1024 * 1024
+
+_Q = "blocking"
+# The reference's 12 scenarios (engine, decode, 16 MiB + immediate or libpcap defaults, queue),
+# then TPACKET_V3 twins of the sync and managed raw paths, then plain libpcap in C.
+LIVE_MATRIX: dict[str, LiveScenario] = {
+    "live-raw": {"engine": "queue", "decode": None, "buffer_size": None, "immediate": None, "queue_mode": _Q},
+    "live-raw-buffered": {"engine": "queue", "decode": None, "buffer_size": MIB16, "immediate": False, "queue_mode": _Q},
+    "live-raw-immediate": {"engine": "queue", "decode": None, "buffer_size": MIB16, "immediate": True, "queue_mode": _Q},
+    "live-managed-raw": {"engine": "managed", "decode": None, "buffer_size": MIB16, "immediate": True, "queue_mode": _Q},
+    "live-full": {"engine": "queue", "decode": "full", "buffer_size": None, "immediate": None, "queue_mode": _Q},
+    "live-sync-raw": {"engine": "direct", "decode": None, "buffer_size": MIB16, "immediate": True, "queue_mode": None},
+    "live-dropping-raw": {"engine": "queue", "decode": None, "buffer_size": MIB16, "immediate": True, "queue_mode": "dropping"},
+    "live-sync-full": {"engine": "direct", "decode": "full", "buffer_size": MIB16, "immediate": True, "queue_mode": None},
+    "live-managed-full": {"engine": "managed", "decode": "full", "buffer_size": MIB16, "immediate": True, "queue_mode": _Q},
+    "live-managed-fanout-dual": {"engine": "fanout", "decode": None, "buffer_size": MIB16, "immediate": True, "queue_mode": _Q,
+                                 "fanout_mode": "dual"},
+    "live-managed-fanout-slow-dropping": {"engine": "fanout", "decode": None, "buffer_size": MIB16, "immediate": True,
+                                          "queue_mode": _Q, "fanout_mode": "slow-dropping"},
+    "live-dropping-full": {"engine": "queue", "decode": "full", "buffer_size": MIB16, "immediate": True, "queue_mode": "dropping"},
+    "live-sync-raw-buffered": {"engine": "direct", "decode": None, "buffer_size": MIB16, "immediate": False, "queue_mode": None},
+    "live-managed-raw-buffered": {"engine": "managed", "decode": None, "buffer_size": MIB16, "immediate": False, "queue_mode": _Q},
+    "peer-c-libpcap-live": {"engine": "c-libpcap", "decode": None, "buffer_size": MIB16, "immediate": False, "queue_mode": None},
+    "peer-c-libpcap-live-immediate": {"engine": "c-libpcap", "decode": None, "buffer_size": MIB16, "immediate": True,
+                                      "queue_mode": None},
+}
+
+# Live scenarios, in the order they run.
+LIVE_SCENARIOS = tuple(LIVE_MATRIX)
 
 
 def dataset_name(profile: str, case: str, packets_override: int | None = None) -> str:

@@ -33,7 +33,9 @@ MEASURED_METRICS = (
 )
 
 # Metrics summarised as {median, min, max} when present (not None) in at least one run.
-SUMMARY_METRICS = (*MEASURED_METRICS, "unique_flows", "realized_send_pps", "sustained_processed_pps", "processed_vs_sent_rate", "send_loss_rate", "kernel_drop_rate", "interface_drop_rate", "queue_drop_rate", "consumer_gap_rate")
+SUMMARY_METRICS = (*MEASURED_METRICS, "unique_flows", "realized_send_pps", "sustained_processed_pps",
+                   "processed_vs_sent_rate", "send_loss_rate", "kernel_drop_rate", "interface_drop_rate",
+                   "queue_drop_rate", "consumer_gap_rate", "capture_cpu_ns", "cpu_ns_per_packet")
 
 
 def median(values: list[float]) -> float | int:

@@ -24,7 +24,12 @@ from .scenarios import Scenario, ScenarioFields, _iter
 if TYPE_CHECKING:
     from .metrics import AllocationProbe
 
-C_SOURCE = Path(__file__).with_name("pcap_next_ex_loop.c")
+# The C programs shipped beside this module: name -> (what needs it, source, link flags).
+C_PROGRAMS = {
+    "pcap_next_ex_loop": ("peer-c-pcap-next-ex", "pcap_next_ex_loop.c", ["-lpcap"]),
+    "pcap_live_count": ("peer-c-libpcap-live", "pcap_live_count.c", ["-lpcap"]),
+    "udp_sendmmsg": ("the C reference sender", "udp_sendmmsg.c", ["-pthread"]),
+}
 
 
 class SelfTimedFields(ScenarioFields):
@@ -40,24 +45,38 @@ class PeerUnavailable(RuntimeError):
     """A peer tool cannot run on this machine (missing module or compiler)."""
 
 
-def compile_c_peer(out_dir: str | os.PathLike[str]) -> str:
-    """Compile the pcap_next_ex loop into `out_dir/bin` (when missing or older than its source)."""
+def compile_c(out_dir: str | os.PathLike[str], name: str) -> str:
+    """Compile the C program `name` of C_PROGRAMS into `out_dir/bin` (when missing or older
+    than its source); return the executable's path."""
+    user, source_name, flags = C_PROGRAMS[name]
+    source = Path(__file__).with_name(source_name)
     cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if cc is None:
-        raise PeerUnavailable("peer-c-pcap-next-ex needs a C compiler (cc) and libpcap headers")
+        raise PeerUnavailable(f"{user} needs a C compiler (cc) and libpcap headers")
     bin_dir = Path(out_dir) / "bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
-    exe = bin_dir / "pcap_next_ex_loop"
-    if exe.exists() and exe.stat().st_mtime >= C_SOURCE.stat().st_mtime:
+    exe = bin_dir / name
+    if exe.exists() and exe.stat().st_mtime >= source.stat().st_mtime:
         return str(exe)
-    proc = subprocess.run(
-        [cc, "-O2", "-o", str(exe), str(C_SOURCE), "-lpcap"], capture_output=True, text=True
-    )
+    proc = subprocess.run([cc, "-O2", "-o", str(exe), str(source), *flags], capture_output=True, text=True)
     if proc.returncode != 0:
-        raise PeerUnavailable(
-            f"compiling {C_SOURCE.name} failed (needs libpcap-dev):\n{proc.stderr.strip()}"
-        )
+        raise PeerUnavailable(f"compiling {source.name} failed (needs libpcap-dev):\n{proc.stderr.strip()}")
     return str(exe)
+
+
+def compile_c_peer(out_dir: str | os.PathLike[str]) -> str:
+    """Compile the pcap_next_ex loop (the offline C peer) into `out_dir/bin`."""
+    return compile_c(out_dir, "pcap_next_ex_loop")
+
+
+def compile_c_live_peer(out_dir: str | os.PathLike[str]) -> str:
+    """Compile the plain-libpcap live receiver (the live C peer) into `out_dir/bin`."""
+    return compile_c(out_dir, "pcap_live_count")
+
+
+def compile_c_sender(out_dir: str | os.PathLike[str]) -> str:
+    """Compile the C sendmmsg reference sender into `out_dir/bin`."""
+    return compile_c(out_dir, "udp_sendmmsg")
 
 
 def c_pcap_next_ex(binary: str, path: str, count: int) -> Callable[[], SelfTimedFields]:

@@ -5,27 +5,23 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-import subprocess
 import sys
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, TextIO
 
-from . import config, environment, metrics
-from .cli import Options
+from . import config, environment, live, metrics
+from .live_runner import ceiling_table, live_scenarios, live_table, run_live
+from .options import Options
+from .workers import Console, RunFailed, run_worker
+
+__all__ = ["Console", "Options", "RunFailed", "live_scenarios", "run", "run_live", "run_offline", "run_worker"]
 
 # Builds the worker command of one offline case x scenario:
 # (scenario, path, count, warmups, runs, C peer binary) -> argv.
 OfflineWorkerCommand = Callable[[str, str, int, int, int, str | None], list[str]]
-# Builds the worker command of one live rate x scenario: (config, warmups, runs, ready file) -> argv.
-LiveWorkerCommand = Callable[[dict[str, Any], int, int, str | None], list[str]]
 
 SCHEMA_VERSION = 2
-
-
-class RunFailed(RuntimeError):
-    """The benchmark could not complete: a worker failed or a result failed its checks."""
 
 
 class Datasets(Protocol):
@@ -59,37 +55,6 @@ def prepare_dataset(datasets: Datasets, path: Path, case: str, count: int, log: 
         raise RunFailed(f"generated dataset {path} has {actual} bytes, expected {expected}")
 
 
-class Console:
-    """Progress on a TTY (stderr), silent otherwise; the final table always goes to stdout."""
-
-    def __init__(self, stream: TextIO | None = None) -> None:
-        self.stream = stream if stream is not None else sys.stderr
-        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self._width = 0
-
-    def log(self, line: str) -> None:
-        self.clear()
-        print(line, file=self.stream, flush=True)
-
-    def progress(self, text: str) -> None:
-        if not self.tty:
-            return
-        pad = max(0, self._width - len(text))
-        self.stream.write("\r" + text + " " * pad)
-        self.stream.flush()
-        self._width = len(text)
-
-    def progress_of(self, prefix: str) -> Callable[[str], None]:
-        """A progress callback that shows each text after `prefix`."""
-        return lambda text: self.progress(f"{prefix}: {text}")
-
-    def clear(self) -> None:
-        if self.tty and self._width:
-            self.stream.write("\r" + " " * self._width + "\r")
-            self.stream.flush()
-            self._width = 0
-
-
 def worker_command(scenario: str, path: str, count: int, warmups: int, runs: int, binary: str | None) -> list[str]:
     cmd = [
         sys.executable, "-m", "paclo.perf.worker",
@@ -99,60 +64,6 @@ def worker_command(scenario: str, path: str, count: int, warmups: int, runs: int
     if binary:
         cmd += ["--binary", binary]
     return cmd
-
-
-def run_worker(
-    cmd: list[str], label: str, on_progress: Callable[[str], None], timeout_s: float = config.WORKER_TIMEOUT_S
-) -> dict[str, Any]:
-    """Run one worker process; return its JSON object or raise RunFailed with its stderr."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    err_lines: list[str] = []
-
-    def pump() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            err_lines.append(line)
-            if line.startswith("[worker] "):
-                on_progress(line[len("[worker] "):].strip())
-
-    reader = threading.Thread(target=pump, daemon=True)
-    reader.start()
-    timed_out = threading.Event()
-
-    def kill() -> None:
-        timed_out.set()
-        proc.kill()
-
-    timer = threading.Timer(timeout_s, kill)
-    timer.start()
-    try:
-        assert proc.stdout is not None
-        out = proc.stdout.read()
-        code = proc.wait()
-        reader.join()
-    finally:
-        timer.cancel()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    if timed_out.is_set():
-        raise RunFailed(f"performance worker timed out after {timeout_s:g} s: {label}\ncommand: {' '.join(cmd)}")
-    stderr = "".join(line for line in err_lines if not line.startswith("[worker] ") or "failed" in line)
-    if code != 0:
-        raise RunFailed(
-            f"performance worker failed: {label} (exit {code})\n"
-            f"command: {' '.join(cmd)}\nstderr:\n{stderr.strip() or '(empty)'}"
-        )
-    try:
-        result = json.loads(out)
-    except json.JSONDecodeError as exc:
-        raise RunFailed(
-            f"performance worker returned invalid JSON: {label} ({exc})\n"
-            f"stdout: {out[:500]!r}\nstderr:\n{stderr.strip() or '(empty)'}"
-        ) from None
-    if not isinstance(result, dict) or not isinstance(result.get("runs"), list) or not result["runs"]:
-        raise RunFailed(f"performance worker returned invalid JSON: {label} (no runs)")
-    return result
 
 
 def consistency_failures(run: dict[str, Any], packets: int, nbytes: int) -> list[str]:
@@ -232,126 +143,6 @@ def write_results(path: Path, document: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def live_table(results: list[dict[str, Any]]) -> str:
-    """Live summary: per rate and scenario, median sent, processed, sustained pps, loss, pass."""
-    header = ("target pps", "scenario", "sent", "processed", "processed pps", "send loss", "queue drop", "pass")
-    rows = [header]
-    for r in results:
-        s = r["summary"]
-
-        def med(name: str, s: dict[str, Any] = s) -> Any:
-            return s.get(name, {}).get("median")
-
-        runs = r["runs"]
-        sent = metrics.median([x["sent"] for x in runs])
-        processed = metrics.median([x["packets"] for x in runs])
-        loss = med("send_loss_rate")
-        qdrop = med("queue_drop_rate")
-        sus = r["sustainability"]
-        rows.append((
-            _fmt(r["config"]["target_pps"]),
-            r["scenario"],
-            _fmt(sent),
-            _fmt(processed),
-            _fmt(med("sustained_processed_pps")),
-            "-" if loss is None else f"{loss * 100:.3f}%",
-            "-" if qdrop is None else f"{qdrop * 100:.3f}%",
-            f"{sus['passing_runs']}/{sus['total_runs']}",
-        ))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = []
-    for i, row in enumerate(rows):
-        cells = [row[0].rjust(widths[0]), row[1].ljust(widths[1])]
-        cells += [c.rjust(w) for c, w in zip(row[2:], widths[2:], strict=True)]
-        lines.append("  ".join(cells))
-        if i == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
-def live_scenarios(opts: Options) -> list[str]:
-    """Live scenarios to run: --scenarios (live names), else the profile's list, else all 12."""
-    from . import live
-
-    if opts.scenarios is not None:
-        return [s for s in live.SCENARIOS if s in opts.scenarios]
-    profile = config.PROFILES[opts.profile]
-    if profile.live_scenarios is not None:
-        return [s for s in live.SCENARIOS if s in profile.live_scenarios]
-    return list(live.SCENARIOS)
-
-
-def run_live(
-    opts: Options, env: dict[str, Any], console: Console, worker_cmd: LiveWorkerCommand | None = None
-) -> list[dict[str, Any]]:
-    """Every rate x live scenario in its own worker process; rate-major order."""
-    import tempfile
-    import time
-
-    from . import live
-
-    names = live_scenarios(opts)
-    results: list[dict[str, Any]] = []
-    total = len(opts.rates) * len(names)
-    step = 0
-    for rate in opts.rates:
-        for scenario in names:
-            step += 1
-            cfg = live.scenario_config(scenario, opts, rate)
-            cfg["scenario"] = scenario
-            label = (f"live {opts.device} {scenario} source={opts.source} target-pps={rate} "
-                     f"senders={cfg['senders']}")
-            prefix = f"[perf] [{step}/{total}] {label}"
-            console.progress(prefix)
-            ready_file = None
-            stop_poll = threading.Event()
-            if opts.source == "external":
-                fd, ready_file = tempfile.mkstemp(prefix="paclo-perf-ready-", suffix=".signal")
-                os.close(fd)
-                os.unlink(ready_file)
-
-                def poll(path: str = ready_file, stop_poll: threading.Event = stop_poll) -> None:
-                    while not stop_poll.is_set():
-                        if os.path.exists(path):
-                            console.log("[perf] capture ready")
-                            return
-                        time.sleep(0.01)
-
-                threading.Thread(target=poll, daemon=True).start()
-            cmd = (worker_cmd or _live_worker_command)(cfg, opts.warmups, opts.runs, ready_file)
-            try:
-                doc = run_worker(cmd, label, console.progress_of(prefix))
-            finally:
-                stop_poll.set()
-                if ready_file and os.path.exists(ready_file):
-                    os.unlink(ready_file)
-            runs = doc["runs"]
-            problems = live.validate_runs(runs)
-            if problems:
-                console.clear()
-                raise RunFailed(
-                    f"live benchmark did not collect clean capture statistics: {label}: " + "; ".join(problems)
-                )
-            results.append({
-                "mode": "live",
-                "scenario": scenario,
-                "config": cfg,
-                "environment": env,
-                "runs": runs,
-                "summary": metrics.summarize(runs),
-                "sustainability": live.sustainability(runs),
-            })
-    return results
-
-
-def _live_worker_command(cfg: dict[str, Any], warmups: int, runs: int, ready_file: str | None) -> list[str]:
-    cmd = [sys.executable, "-m", "paclo.perf.worker", "--live", "--config", json.dumps(cfg),
-           "--warmups", str(warmups), "--runs", str(runs)]
-    if ready_file:
-        cmd += ["--ready-file", ready_file]
-    return cmd
-
-
 def run(opts: Options, *, datasets: Datasets | None = None, worker_cmd: OfflineWorkerCommand | None = None,
         console: Console | None = None, out: TextIO | None = None) -> dict[str, Any]:
     """Run the benchmark (`opts.mode`: offline, live, or all = live then offline) and write
@@ -365,9 +156,10 @@ def run(opts: Options, *, datasets: Datasets | None = None, worker_cmd: OfflineW
     env = environment.collect(["python", "-m", "paclo.perf", *opts.argv])
     output = Path(opts.output)
     live_results = None
+    live_setup = None
     offline_results = None
     if opts.mode in ("live", "all"):
-        live_results = run_live(opts, env, console)
+        live_results, live_setup = run_live(opts, env, console)
     if opts.mode in ("offline", "all"):
         offline_results = run_offline(opts, env, console, datasets=datasets, worker_cmd=worker_cmd)
     console.clear()
@@ -385,19 +177,20 @@ def run(opts: Options, *, datasets: Datasets | None = None, worker_cmd: OfflineW
             "scenarios": opts.offline_scenarios() if offline_results is not None else live_scenarios(opts),
             "cases": list(config.CASES),
             "output": str(output),
+            "live": live_setup,
         },
         "offline": offline_results,
         "live": live_results,
         "max_sustainable_by_scenario": None,
     }
     if live_results is not None:
-        from . import live
-
         document["max_sustainable_by_scenario"] = live.max_sustainable_by_scenario(live_results)
     results_path = output / "results.json"
     write_results(results_path, document)
     if live_results:
         print(live_table(live_results), file=out)
+        print(file=out)
+        print(ceiling_table(document["max_sustainable_by_scenario"]), file=out)
     if offline_results:
         print(table(offline_results), file=out)
     print(f"[perf] wrote {results_path}", file=out, flush=True)

@@ -167,7 +167,8 @@ def flow_reduce(path: str, count: int, probe: AllocationProbe | None = None) -> 
         return acc
 
     def run() -> ScenarioFields:
-        acc = paclo.reduce(_step(step, probe), [0, 0, 0, {}], path=path, decode="full")
+        init: list[Any] = [0, 0, 0, {}]
+        acc = paclo.reduce(_step(step, probe), init, path=path, decode="full")
         return {"packets": acc[0], "bytes": acc[1], "decode_errors": acc[2], "unique_flows": len(acc[3])}
 
     return run

@@ -51,7 +51,7 @@ pub fn flow_dict<'py>(
     d.set_item(k(9), f.has_ports.then_some(f.dst_port))?;
     if let Some(e) = f.error {
         let key = DECODE_ERROR.get_or_init(py, || PyString::intern(py, "decode_error").unbind());
-        d.set_item(key.bind(py), e.message())?;
+        d.set_item(key.bind(py), e.to_string())?;
     }
     Ok((d, f.error.is_some()))
 }

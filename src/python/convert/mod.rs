@@ -4,10 +4,12 @@
 pub mod flow_dict;
 pub mod options;
 pub mod packet;
+pub mod packet_map;
 pub mod stats;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::PyType;
 
 use crate::source::RawPacket;
 use packet::{MappedFile, Packet};
@@ -45,9 +47,7 @@ pub fn to_python<'py>(
 ) -> PyResult<(Bound<'py, PyAny>, bool)> {
     match mode {
         DecodeMode::Raw => Ok((Bound::new(py, Packet::from_raw(py, pkt))?.into_any(), false)),
-        DecodeMode::Full => {
-            crate::python::decode::full_map(py, pkt).map(|(d, e)| (d.into_any(), e))
-        }
+        DecodeMode::Full => packet_map::full_map(py, pkt).map(|(d, e)| (d.into_any(), e)),
         DecodeMode::Flow => flow_dict::flow_dict(py, pkt).map(|(d, e)| (d.into_any(), e)),
     }
 }
@@ -69,4 +69,16 @@ pub fn to_python_mapped<'py>(
         )),
         _ => to_python(py, mode, pkt),
     }
+}
+
+/// `cls[item]` for the iterators typed by what they yield (`Reader[Packet]`): a
+/// `types.GenericAlias`, so annotations evaluate at run time too.
+pub fn generic_alias<'py>(
+    cls: &Bound<'py, PyType>,
+    item: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    cls.py()
+        .import("types")?
+        .getattr("GenericAlias")?
+        .call1((cls, item))
 }

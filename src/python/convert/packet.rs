@@ -201,7 +201,7 @@ impl Packet {
                 linktype,
                 data,
             };
-            crate::python::decode::full_map(py, &raw).map(|(d, _)| d)
+            super::packet_map::full_map(py, &raw).map(|(d, _)| d)
         })
     }
 

@@ -1,0 +1,420 @@
+//! The layers of the packet map: L3 (IPv4, IPv6, ARP, the flow key), L4 (TCP, UDP, ICMP,
+//! fragments) and the application hints (DNS, TLS ClientHello).
+
+use core::fmt::Write as _;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString};
+
+use super::keys::{Strings, Templates};
+use super::{hw_text, name_text, Map, StackText};
+use crate::decode::addr;
+use crate::decode::arp::{Arp, ArpOp};
+use crate::decode::dns::{self, Dns};
+use crate::decode::icmp::Icmp;
+use crate::decode::tls::ClientHello;
+use crate::decode::{App, FlowProto, Ipv4, Ipv6, L3, L4};
+
+pub(super) fn l3_map<'py>(
+    py: Python<'py>,
+    k: &Strings,
+    t: &Templates,
+    l3: &L3<'_>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let m = match l3 {
+        L3::Ipv4(_) => Map::like(py, &t.ipv4)?,
+        L3::Ipv6(_) => Map::like(py, &t.ipv6)?,
+        _ => Map::new(py),
+    };
+    match l3 {
+        L3::Ipv4(v4) => ipv4_fields(&m, k, t, v4, l3)?,
+        L3::Ipv6(v6) => ipv6_fields(&m, k, t, v6, l3)?,
+        L3::Arp(arp) => {
+            m.s(&k.type_, &k.v_arp)?;
+            if let Some(a) = arp {
+                arp_fields(&m, k, a)?;
+            }
+        }
+        L3::Unknown(eth) => {
+            m.s(&k.type_, &k.v_unknown_l3)?;
+            m.set(&k.eth, *eth)?;
+        }
+    }
+    Ok(m.d)
+}
+
+fn ipv4_fields(
+    m: &Map<'_>,
+    k: &Strings,
+    t: &Templates,
+    v4: &Ipv4<'_>,
+    l3: &L3<'_>,
+) -> PyResult<()> {
+    let h = &v4.header;
+    m.s(&k.type_, &k.v_ipv4)?;
+    m.set(&k.version, h.version())?;
+    m.set(&k.ihl, usize::from(h.ihl()) * 4)?;
+    m.set(&k.tos, v4.tos())?;
+    m.set(&k.total_length, h.total_len())?;
+    m.set(&k.id, h.identification())?;
+    m.set(&k.flags_frag, v4.flags_frag())?;
+    m.set(&k.ttl, h.ttl())?;
+    m.set(&k.protocol, h.protocol().0)?;
+    m.set(&k.header_checksum, h.header_checksum())?;
+    let src = PyString::new(m.py, addr::ipv4(&h.source()).as_str());
+    let dst = PyString::new(m.py, addr::ipv4(&h.destination()).as_str());
+    m.set(&k.src, &src)?;
+    m.set(&k.dst, &dst)?;
+    let frag = v4.frag();
+    m.set(&k.frag, frag)?;
+    if frag {
+        m.set(&k.frag_offset, v4.frag_offset_raw())?;
+    } else {
+        m.none(&k.frag_offset)?;
+    }
+    flow_key(m, k, t, l3, &src, &dst)?;
+    m.set(&k.l4, l4_map(m.py, k, t, &v4.l4)?)
+}
+
+fn ipv6_fields(
+    m: &Map<'_>,
+    k: &Strings,
+    t: &Templates,
+    v6: &Ipv6<'_>,
+    l3: &L3<'_>,
+) -> PyResult<()> {
+    let h = &v6.header;
+    m.s(&k.type_, &k.v_ipv6)?;
+    m.set(&k.version, h.version())?;
+    m.set(&k.traffic_class, h.traffic_class())?;
+    m.set(&k.flow_label, h.flow_label().value())?;
+    m.set(&k.payload_length, h.payload_length())?;
+    m.set(&k.next_header, v6.next_header)?;
+    m.set(&k.hop_limit, h.hop_limit())?;
+    let (s, d) = (h.source(), h.destination());
+    let src = PyString::new(m.py, addr::ipv6_full(&s).as_str());
+    let dst = PyString::new(m.py, addr::ipv6_full(&d).as_str());
+    m.set(&k.src, &src)?;
+    m.set(&k.dst, &dst)?;
+    m.text(&k.src_compact, addr::ipv6_compact(&s).as_str())?;
+    m.text(&k.dst_compact, addr::ipv6_compact(&d).as_str())?;
+    m.set(&k.frag, v6.frag)?;
+    m.set(&k.frag_offset, v6.frag_offset)?;
+    flow_key(m, k, t, l3, &src, &dst)?;
+    m.set(&k.l4, l4_map(m.py, k, t, &v6.l4)?)
+}
+
+fn flow_key<'py>(
+    m: &Map<'py>,
+    k: &Strings,
+    t: &Templates,
+    l3: &L3<'_>,
+    src: &Bound<'py, PyString>,
+    dst: &Bound<'py, PyString>,
+) -> PyResult<()> {
+    let Some(key) = l3.flow_key() else {
+        return m.none(&k.flow_key);
+    };
+    let f = if key.proto.has_ports() {
+        Map::like(m.py, &t.flow_ports)?
+    } else {
+        Map::new(m.py)
+    };
+    match key.proto {
+        FlowProto::Tcp => f.s(&k.proto, &k.v_tcp)?,
+        FlowProto::Udp => f.s(&k.proto, &k.v_udp)?,
+        FlowProto::Icmp => f.s(&k.proto, &k.v_icmp)?,
+        FlowProto::Icmp6 => f.s(&k.proto, &k.v_icmp6)?,
+        FlowProto::Other(n) => f.set(&k.proto, n)?,
+    }
+    f.set(&k.src_ip, src)?;
+    if key.proto.has_ports() {
+        f.set(&k.src_port, key.ports.map(|p| p.0))?;
+    }
+    f.set(&k.dst_ip, dst)?;
+    if key.proto.has_ports() {
+        f.set(&k.dst_port, key.ports.map(|p| p.1))?;
+    }
+    m.set(&k.flow_key, f.d)
+}
+
+fn arp_fields(m: &Map<'_>, k: &Strings, a: &Arp<'_>) -> PyResult<()> {
+    m.set(&k.htype, a.htype)?;
+    m.set(&k.ptype, a.ptype)?;
+    match a.op {
+        ArpOp::Request => m.s(&k.op, &k.v_request)?,
+        ArpOp::Reply => m.s(&k.op, &k.v_reply)?,
+        ArpOp::Unknown(n) => m.set(&k.op, n)?,
+    }
+    m.set(&k.sha, hw_text(m.py, a.sha))?;
+    match a.spa_ipv4() {
+        Some(ip) => m.text(&k.spa, addr::ipv4(&ip).as_str())?,
+        None => m.none(&k.spa)?,
+    }
+    m.set(&k.tha, hw_text(m.py, a.tha))?;
+    match a.tpa_ipv4() {
+        Some(ip) => m.text(&k.tpa, addr::ipv4(&ip).as_str())?,
+        None => m.none(&k.tpa)?,
+    }
+    Ok(())
+}
+
+/// TCP flag letters from bit 7 (CWR) down to bit 0 (FIN).
+const TCP_FLAG_LETTERS: [u8; 8] = *b"CEUAPRSF";
+
+fn l4_map<'py>(
+    py: Python<'py>,
+    k: &Strings,
+    tpl: &Templates,
+    l4: &L4<'_>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let m = match l4 {
+        L4::Tcp(..) => Map::like(py, &tpl.tcp)?,
+        L4::Udp(..) => Map::like(py, &tpl.udp)?,
+        _ => Map::new(py),
+    };
+    match l4 {
+        L4::Tcp(t, app) => {
+            m.s(&k.type_, &k.v_tcp)?;
+            m.set(&k.src_port, t.source_port())?;
+            m.set(&k.dst_port, t.destination_port())?;
+            m.set(&k.seq, t.sequence_number())?;
+            m.set(&k.ack, t.acknowledgment_number())?;
+            let bits = [
+                t.cwr(),
+                t.ece(),
+                t.urg(),
+                t.ack(),
+                t.psh(),
+                t.rst(),
+                t.syn(),
+                t.fin(),
+            ];
+            let f = Map::like(py, &tpl.tcp_flags)?;
+            f.set(&k.urg, t.urg())?;
+            f.set(&k.ack, t.ack())?;
+            f.set(&k.psh, t.psh())?;
+            f.set(&k.rst, t.rst())?;
+            f.set(&k.syn, t.syn())?;
+            f.set(&k.fin, t.fin())?;
+            f.set(&k.ece, t.ece())?;
+            f.set(&k.cwr, t.cwr())?;
+            m.set(&k.flags, f.d)?;
+            let mut letters = StackText::<8>::new();
+            for (on, letter) in bits.iter().zip(TCP_FLAG_LETTERS) {
+                if *on {
+                    let _ = letters.write_char(char::from(letter));
+                }
+            }
+            m.text(&k.flags_str, letters.as_str())?;
+            m.set(&k.window, t.window_size())?;
+            m.set(&k.checksum, t.checksum())?;
+            m.set(&k.urgent_pointer, t.urgent_pointer())?;
+            m.set(&k.header_len, usize::from(t.data_offset()) * 4)?;
+            let p = t.payload();
+            m.set(&k.data_len, p.len())?;
+            m.bytes(&k.payload, p)?;
+            if let Some(a) = app {
+                m.set(&k.app, app_obj(py, k, a)?)?;
+            }
+        }
+        L4::Udp(u, app) => {
+            m.s(&k.type_, &k.v_udp)?;
+            m.set(&k.src_port, u.source_port())?;
+            m.set(&k.dst_port, u.destination_port())?;
+            m.set(&k.length, u.length())?;
+            m.set(&k.checksum, u.checksum())?;
+            let p = u.payload();
+            m.set(&k.data_len, p.len())?;
+            m.bytes(&k.payload, p)?;
+            if let Some(a) = app {
+                m.set(&k.app, app_obj(py, k, a)?)?;
+            }
+        }
+        L4::Icmp(i) => icmp_fields(&m, k, i)?,
+        L4::Fragment {
+            v6,
+            proto,
+            offset,
+            payload,
+        } => {
+            m.s(
+                &k.type_,
+                if *v6 {
+                    &k.v_ipv6_fragment
+                } else {
+                    &k.v_ipv4_fragment
+                },
+            )?;
+            m.set(&k.offset, *offset)?;
+            m.set(&k.proto, *proto)?;
+            m.set(&k.data_len, payload.len())?;
+            m.bytes(&k.payload, payload)?;
+        }
+        L4::Unknown {
+            proto,
+            truncated,
+            payload,
+        } => {
+            m.s(&k.type_, &k.v_unknown_l4)?;
+            m.set(&k.proto, *proto)?;
+            if *truncated {
+                m.s(&k.reason, &k.v_truncated)?;
+            }
+            m.set(&k.data_len, payload.len())?;
+            m.bytes(&k.payload, payload)?;
+        }
+    }
+    Ok(m.d)
+}
+
+fn icmp_fields(m: &Map<'_>, k: &Strings, i: &Icmp<'_>) -> PyResult<()> {
+    m.s(&k.type_, if i.v6 { &k.v_icmpv6 } else { &k.v_icmpv4 })?;
+    m.set(&k.icmp_type, i.icmp_type)?;
+    m.set(&k.code, i.code)?;
+    m.set(&k.checksum, i.checksum)?;
+    let tn = i.type_name();
+    let cn = i.code_name();
+    m.set(&k.type_name, name_text(m.py, tn))?;
+    match cn {
+        Some(c) => m.set(&k.code_name, name_text(m.py, c))?,
+        None => m.none(&k.code_name)?,
+    }
+    let mut s = StackText::<64>::new();
+    let _ = match cn {
+        Some(c) => write!(s, "{tn}/{c}"),
+        None => write!(s, "{tn}"),
+    };
+    m.text(&k.summary, s.as_str())?;
+    m.set(&k.data_len, i.payload.len())?;
+    m.bytes(&k.payload, i.payload)
+}
+
+fn app_obj<'py>(py: Python<'py>, k: &Strings, app: &App<'_>) -> PyResult<Bound<'py, PyAny>> {
+    match app {
+        App::Dns(None) => Ok(py.None().into_bound(py)),
+        App::Dns(Some(dns)) => Ok(dns_map(py, k, dns)?.into_any()),
+        App::Tls(ch) => Ok(tls_map(py, k, ch)?.into_any()),
+    }
+}
+
+fn dns_map<'py>(py: Python<'py>, k: &Strings, d: &Dns<'_>) -> PyResult<Bound<'py, PyDict>> {
+    let m = Map::new(py);
+    let mut opcode_name = StackText::<16>::new();
+    let _ = match dns::opcode_name(d.opcode()) {
+        Some(s) => opcode_name.write_str(s),
+        None => write!(opcode_name, "opcode-{}", d.opcode()),
+    };
+    let mut rcode_name = StackText::<16>::new();
+    let _ = match dns::rcode_name(d.rcode()) {
+        Some(s) => rcode_name.write_str(s),
+        None => write!(rcode_name, "rcode-{}", d.rcode()),
+    };
+    let opcode_name = PyString::new(py, opcode_name.as_str());
+    let rcode_name = PyString::new(py, rcode_name.as_str());
+    m.s(&k.type_, &k.v_dns)?;
+    m.set(&k.id, d.id())?;
+    m.set(&k.qdcount, d.qdcount())?;
+    m.set(&k.ancount, d.ancount())?;
+    m.set(&k.nscount, d.nscount())?;
+    m.set(&k.arcount, d.arcount())?;
+    m.set(&k.flags_raw, d.flags())?;
+    m.set(&k.qr, d.qr())?;
+    m.set(&k.opcode, d.opcode())?;
+    m.set(&k.opcode_name, &opcode_name)?;
+    m.set(&k.aa, d.aa())?;
+    m.set(&k.tc, d.tc())?;
+    m.set(&k.rd, d.rd())?;
+    m.set(&k.ra, d.ra())?;
+    m.set(&k.rcode, d.rcode())?;
+    m.set(&k.rcode_name, &rcode_name)?;
+    let mut summary = StackText::<48>::new();
+    let _ = if d.qr() {
+        write!(
+            summary,
+            "response/{}/{}",
+            opcode_name.to_str()?,
+            rcode_name.to_str()?
+        )
+    } else {
+        write!(summary, "query/{}", opcode_name.to_str()?)
+    };
+    m.text(&k.summary, summary.as_str())?;
+    let f = Map::new(py);
+    f.set(&k.raw, d.flags())?;
+    f.set(&k.qr, d.qr())?;
+    f.set(&k.opcode, d.opcode())?;
+    f.set(&k.aa, d.aa())?;
+    f.set(&k.tc, d.tc())?;
+    f.set(&k.rd, d.rd())?;
+    f.set(&k.ra, d.ra())?;
+    f.set(&k.rcode, d.rcode())?;
+    f.set(&k.rcode_name, &rcode_name)?;
+    m.set(&k.flags, f.d)?;
+    if d.qdcount() >= 1 {
+        match d.question() {
+            Some(q) => {
+                m.text(&k.qname, q.qname())?;
+                m.set(&k.qtype, q.qtype)?;
+                m.set(&k.qclass, q.qclass)?;
+                let mut t = StackText::<16>::new();
+                let _ = write!(t, "{}", q.qtype_name());
+                m.text(&k.qtype_name, t.as_str())?;
+            }
+            None => {
+                m.none(&k.qname)?;
+                m.none(&k.qtype)?;
+                m.none(&k.qclass)?;
+                m.none(&k.qtype_name)?;
+            }
+        }
+    }
+    Ok(m.d)
+}
+
+fn tls_map<'py>(
+    py: Python<'py>,
+    k: &Strings,
+    ch: &ClientHello<'_>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let m = Map::new(py);
+    m.s(&k.type_, &k.v_tls)?;
+    if let Some(sni) = ch.sni {
+        m.text(&k.sni, sni)?;
+    }
+    if ch.has_alpn() {
+        let list = PyList::empty(py);
+        for p in ch.alpn() {
+            list.append(p)?;
+        }
+        m.set(&k.alpn, list)?;
+    }
+    // The summary fits a stack buffer unless the names are unusually long.
+    let mut small = StackText::<512>::new();
+    if tls_summary(&mut small, ch).is_ok() {
+        m.text(&k.summary, small.as_str())?;
+    } else {
+        let mut long = String::new();
+        let _ = tls_summary(&mut long, ch);
+        m.text(&k.summary, &long)?;
+    }
+    Ok(m.d)
+}
+
+/// `TLS ClientHello SNI=<host>`, else `TLS ClientHello ALPN=<a>,<b>`.
+fn tls_summary(out: &mut impl core::fmt::Write, ch: &ClientHello<'_>) -> core::fmt::Result {
+    out.write_str("TLS ClientHello")?;
+    match ch.sni {
+        Some(sni) => write!(out, " SNI={sni}"),
+        None => {
+            out.write_str(" ALPN=")?;
+            for (i, p) in ch.alpn().enumerate() {
+                if i > 0 {
+                    out.write_char(',')?;
+                }
+                out.write_str(p)?;
+            }
+            Ok(())
+        }
+    }
+}
