@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from _flows_util import eth, ipv4, ipv6, tcp, udp, write_pcap
+from _flows_util import eth, ipv4, ipv6, mixed_packets, ref_flows, tcp, udp, write_pcap
 
 import paclo
 
@@ -71,7 +71,7 @@ def _same(got, want, what):
 @pytest.mark.parametrize("bidirectional", [True, False])
 def test_statistics_equal_numpy_over_the_projection(capture, bidirectional):
     path, _ = capture
-    table = paclo.flows(path, bidirectional=bidirectional, features="statistical")
+    table = paclo.flows(path, flow_id=True, bidirectional=bidirectional, features="statistical")
     proj = paclo.project(path, flow_id=True, bidirectional=bidirectional)
     assert proj.column("flow_id").null_count == 0
     ids, ts, size = _col(proj, "flow_id"), _col(proj, "ts_ns"), _col(proj, "len")
@@ -105,7 +105,7 @@ def test_statistics_are_null_where_undefined(tmp_path):
     r = eth(0x0800, ipv4(17, "10.0.0.2", "10.0.0.1", udp(53, 1000)))
     us = 1000  # the test writer keeps microseconds
     path = write_pcap(tmp_path / "t.pcap", [(T0, f, 100), (T0 + 10 * us, f, 110), (T0 + 25 * us, r, 90)])
-    row = paclo.flows(path, bidirectional=True, features="statistical").to_pylist()[0]
+    row = paclo.flows(path, flow_id=True, bidirectional=True, features="statistical").to_pylist()[0]
     assert (row["src2dst_min_ps"], row["src2dst_max_ps"], row["src2dst_mean_ps"]) == (100, 110, 105.0)
     assert row["src2dst_stddev_ps"] == pytest.approx(np.std([100, 110], ddof=1))
     assert (row["src2dst_min_piat_ns"], row["src2dst_stddev_piat_ns"]) == (10 * us, None)
@@ -122,7 +122,7 @@ def test_statistics_are_null_where_undefined(tmp_path):
 
 def test_splt_lists_are_the_first_packets(capture):
     path, _ = capture
-    table = paclo.flows(path, bidirectional=True, features="splt", splt=6)
+    table = paclo.flows(path, flow_id=True, bidirectional=True, features="splt", splt=6)
     proj = paclo.project(path, flow_id=True, bidirectional=True)
     ids, ts, size = _col(proj, "flow_id"), _col(proj, "ts_ns"), _col(proj, "len")
     psrc, pport = _col(proj, "src_ip"), _col(proj, "src_port")
@@ -137,7 +137,7 @@ def test_splt_lists_are_the_first_packets(capture):
 
 def test_macs_and_vlan(capture):
     path, _ = capture
-    table = paclo.flows(path, bidirectional=True, features=["mac"])
+    table = paclo.flows(path, flow_id=True, bidirectional=True, features=["mac"])
     assert table.schema.field("src_mac").type == pa.binary(6)
     macs = {bytes.fromhex("101112131415"), bytes.fromhex("202122232425")}
     for row in table.to_pylist():
@@ -155,7 +155,7 @@ def test_stream_equals_flows_after_concatenation(tmp_path, features):
     pkts = traffic(3, packets=6000, flows=300, max_gap_ns=400_000)
     parts = [write_pcap(tmp_path / f"p{i}.pcap", pkts[i * 2000:(i + 1) * 2000]) for i in range(3)]
     opts = {"bidirectional": True, "idle_timeout": 0.15, "active_timeout": 0.3, "features": features}
-    whole = paclo.flows(parts, **opts)
+    whole = paclo.flows(parts, flow_id=True, **opts)
     stream = paclo.flow_stream(parts, batch_rows=50, **opts)
     batches = list(stream)
     assert len(batches) > 5 and all(b.num_rows <= 50 for b in batches)
@@ -172,7 +172,7 @@ def test_stream_equals_flows_after_concatenation(tmp_path, features):
 def test_stream_defaults_and_a_single_file(capture):
     path, pkts = capture
     rows = _by_id(paclo.flow_stream(path))
-    assert rows == sorted(paclo.flows(path, idle_timeout=120, active_timeout=1800).to_pylist(), key=lambda r: r["flow_id"])
+    assert rows == sorted(paclo.flows(path, flow_id=True, idle_timeout=120, active_timeout=1800).to_pylist(), key=lambda r: r["flow_id"])
     assert sum(r["packets"] for r in rows) == len(pkts)
 
 
@@ -183,7 +183,7 @@ def test_max_flows_eviction_is_counted_exactly(tmp_path):
     keep = eth(0x0800, ipv4(17, "10.0.0.1", "10.0.0.2", udp(10000, 53)))
     pkts = [p for i, p in enumerate(pkts) for p in (p, (T0 + i * 1000 + 500, keep, 60))]
     path = write_pcap(tmp_path / "many.pcap", pkts)
-    table = paclo.flows(path, max_flows=cap)
+    table = paclo.flows(path, flow_id=True, max_flows=cap)
     reasons = table.column("expiration_reason").to_pylist()
     assert reasons.count("evicted") == n - cap == int(table.schema.metadata[b"paclo.flows_evicted"])
     assert table.num_rows == n and sum(table.column("packets").to_pylist()) == len(pkts)
@@ -201,7 +201,7 @@ def test_flow_id_reproduces_a_native_feature_with_polars(capture):
     # The documented example: bidirectional_mean_ps as a polars group-by.
     packets = pl.from_arrow(paclo.project(path, flow_id=True, bidirectional=True))
     mine = packets.group_by("flow_id").agg(pl.col("len").mean().alias("mean_ps")).sort("flow_id")
-    native = pl.from_arrow(paclo.flows(path, bidirectional=True, features="statistical")).sort("flow_id")
+    native = pl.from_arrow(paclo.flows(path, flow_id=True, bidirectional=True, features="statistical")).sort("flow_id")
     assert mine["flow_id"].to_list() == native["flow_id"].to_list()
     assert np.allclose(mine["mean_ps"].to_numpy(), native["bidirectional_mean_ps"].to_numpy(), rtol=1e-12)
 
@@ -211,7 +211,7 @@ def test_flow_ids_follow_timeouts_and_lists_of_files(tmp_path, capture):
     parts = [write_pcap(tmp_path / f"q{i}.pcap", pkts[i * 1000:(i + 1) * 1000]) for i in range(3)]
     for opts in ({}, {"idle_timeout": 0.02}, {"bidirectional": True, "active_timeout": 0.5, "max_flows": 8}):
         proj = paclo.project(parts, flow_id=True, **opts)
-        table = paclo.flows(parts, **opts)
+        table = paclo.flows(parts, flow_id=True, **opts)
         counts = pc.value_counts(proj.column("flow_id")).to_pylist()
         got = sorted((c["values"], c["counts"]) for c in counts)
         assert got == sorted(zip(table.column("flow_id").to_pylist(), table.column("packets").to_pylist(), strict=True))
@@ -252,3 +252,20 @@ def test_stream_close_and_context_manager(capture):
         assert first.num_rows == 1
     assert next(s, None) is None
     assert pa.schema(s) == first.schema
+
+
+@pytest.mark.parametrize("idle,active", [(None, None), (0.3, None), (0.3, 2.0)])
+def test_flow_ids_equal_the_reference_and_are_opt_in(tmp_path, idle, active):
+    pkts = mixed_packets()
+    path = write_pcap(tmp_path / "mixed.pcap", pkts)
+    upkts = [(ts // 1000 * 1000, f, w) for ts, f, w in pkts]  # the writer keeps microseconds
+    table = paclo.flows(path, flow_id=True, bidirectional=True, idle_timeout=idle, active_timeout=active)
+    expected = ref_flows(upkts, bidirectional=True, flow_id=True,
+                         idle_ns=None if idle is None else int(idle * 1e9),
+                         active_ns=None if active is None else int(active * 1e9))
+    assert table.column_names[0] == "flow_id"
+    assert table.to_pylist() == expected
+    assert sorted(r["flow_id"] for r in expected) == list(range(len(expected)))
+    plain = paclo.flows(path, bidirectional=True, idle_timeout=idle, active_timeout=active)
+    assert plain.column_names == table.column_names[1:]
+    assert plain.equals(table.drop_columns(["flow_id"]))

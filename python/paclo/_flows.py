@@ -140,7 +140,7 @@ def project(
     ``immediate``, ``on_ready``).
 
     ``flow_id=True`` adds a ``flow_id`` column: the id of each packet's flow, as in the
-    ``flow_id`` column of ``flows(source, ...)`` with the same ``bidirectional``,
+    ``flow_id`` column of ``flows(source, flow_id=True, ...)`` with the same ``bidirectional``,
     ``idle_timeout``, ``active_timeout`` and ``max_flows`` (null for packets in no flow).
     Those options apply only with ``flow_id=True``.
     """
@@ -165,6 +165,7 @@ def flows(
     features: str | list[str] = "basic",
     splt: int = 10,
     max_flows: int | None = None,
+    flow_id: bool = False,
     filter: str | None = None,
     duration: float | None = None,
     limit: int | None = None,
@@ -185,12 +186,17 @@ def flows(
     agent, ALPN), or ``"all"``; a name or a list. ``max_flows`` bounds the live flows: a
     new flow beyond it evicts the least recently active one (``expiration_reason``
     ``"evicted"``, counted in the schema metadata ``paclo.flows_evicted``).
+    ``flow_id=True`` adds a first column ``flow_id``: the flow's number in the order flows
+    began, which ``project(..., flow_id=True)`` gives each packet.
     """
     options = _meter_options(bidirectional, idle_timeout, active_timeout, max_flows)
     features = _features(features)
     splt = check_int("splt", splt, 1, MAX_SPLT)
+    check_bool("flow_id", flow_id)
     src = _source("flows", source, device, duration=duration, limit=limit, live=live)
-    stream = _paclo.flow_table(src, filter=_check_filter(filter), features=features, splt=splt, **options)
+    stream = _paclo.flow_table(
+        src, filter=_check_filter(filter), features=features, splt=splt, flow_id=flow_id, **options
+    )
     return _table(stream)
 
 
@@ -211,7 +217,8 @@ def flow_stream(
     **live: Any,
 ) -> _paclo.FlowStream:
     """Flows as they expire: an iterator of pyarrow RecordBatches (the schema of
-    ``flows()`` with ``expiration_reason``), then the flows still live at the end.
+    ``flows(flow_id=True)`` with ``expiration_reason``), then the flows still live at the
+    end.
 
     A flow expires ``idle_timeout`` seconds after its last packet (as soon as a later
     packet's time, or on a device the wall clock, passes that), at its first packet

@@ -195,6 +195,7 @@ def flow_table(
     features: Sequence[str] = ...,
     splt: int = 10,
     max_flows: int | None = None,
+    flow_id: bool = False,
 ) -> ArrowStream: ...
 @final
 class FlowStream:

@@ -189,6 +189,7 @@ fn statistics_equal_a_two_pass_computation() {
         let b = run(
             &list,
             FlowOptions {
+                flow_id: true,
                 bidirectional: true,
                 features: stats,
                 ..Default::default()
@@ -239,6 +240,7 @@ fn statistics_equal_a_two_pass_computation() {
         let u = run(
             &list,
             FlowOptions {
+                flow_id: true,
                 features: stats,
                 ..Default::default()
             },
@@ -278,6 +280,7 @@ fn splt_lists_are_the_first_packets() {
         let b = run(
             &list,
             FlowOptions {
+                flow_id: true,
                 bidirectional: true,
                 features: FeatureSpec {
                     splt: n,
@@ -318,6 +321,7 @@ fn macs_come_from_the_first_packet_in_key_order() {
     let b = run(
         &list,
         FlowOptions {
+            flow_id: true,
             bidirectional: true,
             features: FeatureSpec {
                 mac: true,
@@ -358,6 +362,7 @@ fn max_flows_evicts_the_least_recently_active_and_counts_exactly() {
         .map(|i| (i64::from(i) * 1000, 60, udp_flow(i)))
         .collect();
     let opts = FlowOptions {
+        flow_id: true,
         max_flows: Some(100),
         ..Default::default()
     };
@@ -386,6 +391,7 @@ fn max_flows_evicts_the_least_recently_active_and_counts_exactly() {
 #[test]
 fn idle_flows_expire_when_the_clock_passes_them() {
     let opts = FlowOptions {
+        flow_id: true,
         idle_timeout_ns: Some(1_000),
         reasons: true,
         ..Default::default()
@@ -497,6 +503,7 @@ fn a_stream_over_files_equals_the_table() {
     }
     for opts in [
         FlowOptions {
+            flow_id: true,
             bidirectional: true,
             idle_timeout_ns: Some(20_000_000),
             active_timeout_ns: Some(200_000_000),
@@ -505,6 +512,7 @@ fn a_stream_over_files_equals_the_table() {
             ..Default::default()
         },
         FlowOptions {
+            flow_id: true,
             max_flows: Some(50),
             reasons: true,
             ..Default::default()
@@ -533,6 +541,7 @@ fn projection_flow_ids_are_the_table_flow_ids() {
     list.sort_by_key(|p| p.0);
     list.push((i64::MAX / 2, 60, ethernet(0x0806, &[], &[0; 28])));
     let opts = FlowOptions {
+        flow_id: true,
         bidirectional: true,
         idle_timeout_ns: Some(2_000_000),
         ..Default::default()
@@ -630,11 +639,13 @@ fn the_meter_allocates_per_flow_only_with_every_feature() {
     };
     for opts in [
         FlowOptions {
+            flow_id: true,
             bidirectional: true,
             features: all_features(),
             ..Default::default()
         },
         FlowOptions {
+            flow_id: true,
             features: all_features(),
             idle_timeout_ns: Some(60_000_000_000),
             active_timeout_ns: Some(60_000_000_000),
@@ -746,6 +757,7 @@ fn a_live_stream_expires_idle_flows_on_wall_time() {
         live: true,
     };
     let opts = FlowOptions {
+        flow_id: true,
         idle_timeout_ns: Some(100_000_000),
         reasons: true,
         ..Default::default()
@@ -779,6 +791,7 @@ fn a_live_stream_expires_idle_flows_on_wall_time() {
         pass(live(list)),
         Box::new(|| Ok(None)),
         FlowTable::new(FlowOptions {
+            flow_id: true,
             idle_timeout_ns: Some(3_600_000_000_000),
             ..opts
         }),

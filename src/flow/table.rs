@@ -230,6 +230,8 @@ pub struct FlowOptions {
     pub features: FeatureSpec,
     /// An `expiration_reason` column even without timeouts and `max_flows` (streams).
     pub reasons: bool,
+    /// A `flow_id` column first (streams have it always).
+    pub flow_id: bool,
 }
 
 impl FlowOptions {
@@ -739,8 +741,11 @@ pub fn flow_schema(opts: FlowOptions) -> Schema {
 }
 
 fn basic_fields(opts: FlowOptions) -> Vec<Field> {
-    let mut fields = vec![
-        Field::new("flow_id", DataType::UInt64, false),
+    let mut fields = Vec::new();
+    if opts.flow_id {
+        fields.push(Field::new("flow_id", DataType::UInt64, false));
+    }
+    fields.extend([
         Field::new("ip_version", DataType::UInt8, false),
         Field::new("protocol", DataType::UInt8, false),
         Field::new("src_ip", addr_type(), false),
@@ -754,7 +759,7 @@ fn basic_fields(opts: FlowOptions) -> Vec<Field> {
         Field::new("last_ts_ns", DataType::Int64, false),
         Field::new("duration_ns", DataType::Int64, false),
         Field::new("tcp_flags", DataType::UInt8, true),
-    ];
+    ]);
     if opts.bidirectional {
         for name in [
             "src2dst_packets",
@@ -794,8 +799,14 @@ fn basic_columns(rows: &[(FlowTuple, Row)], opts: FlowOptions) -> Vec<ArrayRef> 
             Some(validity(n, |i| v[i].is_some())),
         )
     };
-    let mut columns: Vec<ArrayRef> = vec![
-        prim::<UInt64Type>(rows.iter().map(|r| r.1.flow.id).collect(), None),
+    let mut columns: Vec<ArrayRef> = Vec::new();
+    if opts.flow_id {
+        columns.push(prim::<UInt64Type>(
+            rows.iter().map(|r| r.1.flow.id).collect(),
+            None,
+        ));
+    }
+    columns.extend([
         prim::<UInt8Type>(rows.iter().map(|r| r.0.ip_version).collect(), None),
         prim::<UInt8Type>(rows.iter().map(|r| r.0.protocol).collect(), None),
         addrs(src, None),
@@ -812,7 +823,7 @@ fn basic_columns(rows: &[(FlowTuple, Row)], opts: FlowOptions) -> Vec<ArrayRef> 
             rows.iter().map(|r| r.1.flow.stats.tcp_flags).collect(),
             Some(validity(n, |i| rows[i].1.flow.stats.has_tcp_flags)),
         ),
-    ];
+    ]);
     if opts.bidirectional {
         columns.push(col(&|s| s.src2dst_packets));
         columns.push(col(&|s| s.src2dst_bytes));

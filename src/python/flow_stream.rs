@@ -233,6 +233,7 @@ pub fn flow_stream(
         splt,
         max_flows,
         true,
+        true,
     )?;
     let table = FlowTable::new(opts);
     let meter: Box<dyn Meter> = match source {

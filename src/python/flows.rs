@@ -81,6 +81,7 @@ pub fn flow_project(
         1,
         max_flows,
         false,
+        false,
     )?;
     let filter = filter.as_deref();
     let (batches, truncation) = match source {
@@ -115,7 +116,8 @@ pub fn flow_project(
 }
 
 /// The options of a flow table or meter, checked: `features` names the feature groups
-/// (`splt` packets for `"splt"`), `reasons` asks for `expiration_reason` always.
+/// (`splt` packets for `"splt"`), `reasons` asks for `expiration_reason` always, `flow_id`
+/// for the `flow_id` column.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn flow_options(
     bidirectional: bool,
@@ -125,6 +127,7 @@ pub(crate) fn flow_options(
     splt: u32,
     max_flows: Option<usize>,
     reasons: bool,
+    flow_id: bool,
 ) -> PyResult<FlowOptions> {
     if max_flows == Some(0) {
         return Err(PyValueError::new_err(
@@ -139,6 +142,7 @@ pub(crate) fn flow_options(
         max_flows,
         features: FeatureSpec::parse(features, splt)?,
         reasons,
+        flow_id,
     })
 }
 
@@ -193,7 +197,7 @@ fn device_table(
 #[pyfunction]
 #[pyo3(signature = (
     source, *, bidirectional = false, idle_timeout = None, active_timeout = None, filter = None,
-    features = Vec::new(), splt = 10, max_flows = None,
+    features = Vec::new(), splt = 10, max_flows = None, flow_id = false,
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn flow_table(
@@ -206,6 +210,7 @@ pub fn flow_table(
     features: Vec<String>,
     splt: u32,
     max_flows: Option<usize>,
+    flow_id: bool,
 ) -> PyResult<ArrowStream> {
     let opts = flow_options(
         bidirectional,
@@ -215,6 +220,7 @@ pub fn flow_table(
         splt,
         max_flows,
         false,
+        flow_id,
     )?;
     let table = build_table(py, source, filter, opts)?;
     let batch = py.detach(|| table.to_batch());
