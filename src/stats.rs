@@ -212,6 +212,9 @@ pub struct Stats {
     /// Whether the file ended inside a record (a truncated capture; every complete packet
     /// before it was read).
     pub truncated: bool,
+    /// Records read whole although their caplen exceeds the snaplen of their file (or
+    /// pcapng interface); `None` for a device.
+    pub oversized_records: Option<u64>,
 }
 
 /// A fan-out branch's state.

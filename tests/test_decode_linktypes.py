@@ -56,7 +56,8 @@ def test_unsupported_link_type_is_an_error_not_an_exception():
 @pytest.mark.parametrize("bad", ["ether", "RAW", "", "sll"])
 def test_linktype_names_validated(bad):
     with pytest.raises(ValueError, match="linktype must be one of 'null', 'ethernet', 'raw', 'loop', "
-                                         "'linux_sll', 'linux_sll2' or an int"):
+                                         "'linux_sll', 'linux_sll2', 'raw_ipv4', 'raw_ipv6' "
+                                         "or an int"):
         paclo.decode(b"", linktype=bad)
 
 

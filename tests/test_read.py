@@ -185,7 +185,7 @@ def test_stats_shape(tmp_path):
     assert n == 3
     assert set(s) == {
         "schema_version", "state", "source", "timing", "packets", "queue", "pcap",
-        "stop_reason", "error", "truncated", "bytes",
+        "stop_reason", "error", "truncated", "oversized_records", "bytes",
     }
     assert s["schema_version"] == 1
     assert s["state"] == "closed"
@@ -194,7 +194,7 @@ def test_stats_shape(tmp_path):
     assert s["timing"]["started_at_ms"] > 1_600_000_000_000 and s["timing"]["elapsed_ms"] >= 0
     assert s["packets"] == {"captured": 3, "processed": 3, "decode_errors": 0}
     assert s["queue"] is None and s["pcap"] is None and s["error"] is None
-    assert s["stop_reason"] == "eof" and s["truncated"] is False
+    assert s["stop_reason"] == "eof" and s["truncated"] is False and s["oversized_records"] == 0
     assert s["bytes"] == sum(len(x.data) for x in RECS)
 
 

@@ -115,20 +115,38 @@ def test_caplen_above_256k(tmp_path):
     assert f"record 1, byte offset {rec1}" in str(e.value)
 
 
-def test_caplen_above_snaplen(tmp_path):
+def test_caplen_above_snaplen_strict_raises(tmp_path):
     p = write(tmp_path, "snap.pcap", classic(RECS, snaplen=40))
-    err = format_error(p)
+    err = format_error(p, strict=True)
     assert "exceeds the file's snaplen 40" in str(err)
     assert (err.index, err.offset) == (0, 24)
 
 
-def test_pcapng_caplen_above_interface_snaplen(tmp_path):
+def test_caplen_above_snaplen_is_read_whole(tmp_path):
+    p = write(tmp_path, "snap.pcap", classic(RECS, snaplen=40))
+    r = paclo.read(p)
+    with pytest.warns(paclo.OversizedRecordWarning, match="record 0 at byte offset 24 has caplen 52") as w:
+        got = [x.data for x in r]
+    assert got == [x.data for x in RECS] and len(w) == 1
+    assert r.stats()["oversized_records"] == 3
+
+
+def test_pcapng_caplen_above_interface_snaplen_strict_raises(tmp_path):
     ng = Ng().shb().idb(1, snaplen=10).epb(0, 1, b"a" * 10).epb(0, 2, b"b" * 11)
     got = []
     with pytest.raises(paclo.PcapFormatError, match="exceeds the snaplen 10 of interface 0") as e:
-        for pkt in paclo.read(write(tmp_path, "snap.pcapng", ng.bytes())):
+        for pkt in paclo.read(write(tmp_path, "snap.pcapng", ng.bytes()), strict=True):
             got.append(pkt.data)
     assert got == [b"a" * 10] and e.value.index == 3
+
+
+def test_pcapng_caplen_above_interface_snaplen_is_read_whole(tmp_path):
+    ng = Ng().shb().idb(1, snaplen=10).epb(0, 1, b"a" * 10).epb(0, 2, b"b" * 11)
+    r = paclo.read(write(tmp_path, "snap.pcapng", ng.bytes()))
+    with pytest.warns(paclo.OversizedRecordWarning, match="above the snaplen 10 of interface 0"):
+        got = [x.data for x in r]
+    assert got == [b"a" * 10, b"b" * 11]
+    assert r.stats()["oversized_records"] == 1
 
 
 def test_pcapng_inconsistent_block_length(tmp_path):

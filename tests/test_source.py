@@ -47,7 +47,7 @@ def _capture_all(path, **kw) -> tuple[list, list[str], dict]:
     return packets, [f"{x.category.__name__}: {x.message}" for x in w], stats
 
 
-_SHARED = ("schema_version", "state", "source", "bytes", "pcap", "stop_reason", "error", "truncated")
+_SHARED = ("schema_version", "state", "source", "bytes", "pcap", "stop_reason", "error", "truncated", "oversized_records")
 
 
 def _same_stats(a: dict, b: dict) -> None:

@@ -5,10 +5,13 @@
 use libfuzzer_sys::fuzz_target;
 use paclo::decode::{addr, decode, App, L3, L4};
 
-const LINKTYPES: [u32; 9] = [0, 1, 12, 14, 101, 108, 113, 276, 147];
+/// Seeds name a link type by its index here: new link types go at the end.
+const LINKTYPES: [u32; 11] = [0, 1, 12, 14, 101, 108, 113, 276, 147, 228, 229];
 
 fuzz_target!(|input: &[u8]| {
-    let Some((&first, frame)) = input.split_first() else { return };
+    let Some((&first, frame)) = input.split_first() else {
+        return;
+    };
     let d = decode(LINKTYPES[usize::from(first) % LINKTYPES.len()], frame);
     let mut sink = 0usize;
     if let Some(e) = d.error {
@@ -22,7 +25,8 @@ fuzz_target!(|input: &[u8]| {
     sink += l3.flow_key().map_or(0, |k| usize::from(k.ports.is_some()));
     let l4 = match l3 {
         L3::Ipv4(v4) => {
-            sink += addr::ipv4(&v4.header.source()).as_str().len() + usize::from(v4.frag_offset_raw());
+            sink +=
+                addr::ipv4(&v4.header.source()).as_str().len() + usize::from(v4.frag_offset_raw());
             &v4.l4
         }
         L3::Ipv6(v6) => {
@@ -31,7 +35,8 @@ fuzz_target!(|input: &[u8]| {
             &v6.l4
         }
         L3::Arp(Some(a)) => {
-            sink += a.spa_ipv4().map_or(0, |ip| addr::ipv4(&ip).as_str().len()) + addr::hw(a.tha).as_str().len();
+            sink += a.spa_ipv4().map_or(0, |ip| addr::ipv4(&ip).as_str().len())
+                + addr::hw(a.tha).as_str().len();
             std::hint::black_box(sink);
             return;
         }
@@ -51,7 +56,8 @@ fuzz_target!(|input: &[u8]| {
             }
         }
         L4::Icmp(i) => {
-            sink += i.type_name().to_string().len() + i.code_name().map_or(0, |c| c.to_string().len());
+            sink +=
+                i.type_name().to_string().len() + i.code_name().map_or(0, |c| c.to_string().len());
         }
         _ => {}
     }

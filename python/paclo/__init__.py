@@ -14,20 +14,28 @@ Flows as an Arrow table::
 
 from __future__ import annotations
 
-from . import decode_ext
+from . import decode_ext, demo, plot
+from ._analysis import analysis_view, ip_range, ip_to_bytes, to_pandas, to_polars
 from ._capture import Capture, FanOut, capture, devices, fan_out, libpcap_version
 from ._decode import decode
 from ._flows import flow_stream, flow_topn, flows, ip_to_str, project, read_batches
 from ._io import PcapWriter, Reduced, read, reduce, write_pcap
 from ._paclo import Packet, Reader, __version__
 from .bpf import bpf
-from .exceptions import CaptureError, PacloError, PcapFormatError, TruncatedCaptureWarning
+from .exceptions import (
+    CaptureError,
+    OversizedRecordWarning,
+    PacloError,
+    PcapFormatError,
+    TruncatedCaptureWarning,
+)
 from .parquet import to_parquet
 
 __all__ = [
     "Capture",
     "CaptureError",
     "FanOut",
+    "OversizedRecordWarning",
     "Packet",
     "PacloError",
     "PcapFormatError",
@@ -36,21 +44,28 @@ __all__ = [
     "Reduced",
     "TruncatedCaptureWarning",
     "__version__",
+    "analysis_view",
     "bpf",
     "capture",
     "decode",
     "decode_ext",
+    "demo",
     "devices",
     "fan_out",
     "flow_stream",
     "flow_topn",
     "flows",
+    "ip_range",
+    "ip_to_bytes",
     "ip_to_str",
     "libpcap_version",
+    "plot",
     "project",
     "read",
     "read_batches",
     "reduce",
+    "to_pandas",
     "to_parquet",
+    "to_polars",
     "write_pcap",
 ]

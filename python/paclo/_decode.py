@@ -16,6 +16,8 @@ LINKTYPES: dict[str, int] = {
     "loop": 108,
     "linux_sll": 113,
     "linux_sll2": 276,
+    "raw_ipv4": 228,
+    "raw_ipv6": 229,
 }
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["CaptureError", "PacloError", "PcapFormatError", "TruncatedCaptureWarning"]
+__all__ = ["CaptureError", "OversizedRecordWarning", "PacloError", "PcapFormatError", "TruncatedCaptureWarning"]
 
 
 class PacloError(Exception):
@@ -35,3 +35,9 @@ class CaptureError(PacloError, RuntimeError):
 
 class TruncatedCaptureWarning(UserWarning):
     """The capture file ends inside a record; every complete packet was delivered."""
+
+
+class OversizedRecordWarning(UserWarning):
+    """A record is longer than the snaplen of its file (or pcapng interface); it was read
+    whole, as tshark reads it. Given once per file; ``stats()["oversized_records"]``
+    counts such records."""

@@ -95,6 +95,10 @@ struct Status {
     truncated: bool,
     /// The truncation not yet reported to the consumer.
     truncation: Option<Error>,
+    /// Records read whole although longer than their snaplen (files), at the end.
+    oversized_records: Option<u64>,
+    /// The warning about them not yet reported to the consumer.
+    oversized: Option<String>,
 }
 
 /// A value alone on its cache line(s).
@@ -234,6 +238,11 @@ fn produce(shared: &Shared, lp: &mut BoxedLoop) {
     prod.hand_over(lp.packets(), lp.bytes());
     shared.bytes.store(lp.bytes(), Ordering::Relaxed);
     shared.captured.0.store(lp.packets(), Ordering::Release);
+    {
+        let mut st = shared.status();
+        st.oversized_records = lp.source().oversized().map(|o| o.count);
+        st.oversized = lp.take_oversized();
+    }
     if let Some(t) = lp.take_truncation() {
         let mut st = shared.status();
         st.truncated = true;
@@ -286,6 +295,7 @@ impl ManagedCapture {
     /// `Capture` when the thread cannot be created.
     pub fn start(mut lp: BoxedLoop, config: ManagedConfig) -> Result<Self> {
         let info = lp.info().clone();
+        let oversized_records = lp.source().oversized().map(|o| o.count);
         let waker = match info {
             SourceInfo::Device(_) => Waker::new().ok().map(Arc::new),
             SourceInfo::Path(_) => None,
@@ -307,6 +317,8 @@ impl ManagedCapture {
                 done: false,
                 truncated: false,
                 truncation: None,
+                oversized_records,
+                oversized: None,
             }),
             done_cv: Condvar::new(),
             stop: AtomicBool::new(false),
@@ -436,6 +448,12 @@ impl ManagedCapture {
         self.shared.status().truncation.take()
     }
 
+    /// The warning about records of a file read whole although longer than their snaplen,
+    /// once (the consumer reports it).
+    pub fn take_oversized(&self) -> Option<String> {
+        self.shared.status().oversized.take()
+    }
+
     /// A statistics snapshot.
     pub fn stats(&self) -> Stats {
         let st = self.shared.status();
@@ -461,6 +479,7 @@ impl ManagedCapture {
             stop_reason: st.stop_reason,
             error: st.error.clone(),
             truncated: st.truncated,
+            oversized_records: st.oversized_records,
         }
     }
 }

@@ -78,6 +78,16 @@ pub enum Invalid {
     Ipv4HeaderLength(u8),
     /// An authentication header whose payload length is 0.
     AuthLengthZero,
+    /// An IPv4 total length above 0 but below the header length.
+    Ipv4TotalLength {
+        /// The total length field.
+        total: u16,
+        /// The header length in bytes (4 x IHL).
+        header: u8,
+    },
+    /// A UDP length field below the 8-byte header (0 is allowed only in an IPv6 packet
+    /// whose payload length is 0, a jumbogram).
+    UdpLength(u16),
     /// A TCP data offset below 5.
     TcpDataOffset(u8),
     /// More VLAN tags than the decoder keeps.
@@ -167,6 +177,10 @@ impl fmt::Display for DecodeError {
                     Invalid::IpVersion(v) => write!(f, "IP version {v}")?,
                     Invalid::Ipv4HeaderLength(ihl) => write!(f, "IHL {ihl} (below 5)")?,
                     Invalid::AuthLengthZero => f.write_str("payload length 0")?,
+                    Invalid::Ipv4TotalLength { total, header } => {
+                        write!(f, "total length {total} (below the header length {header})")?
+                    }
+                    Invalid::UdpLength(n) => write!(f, "length {n} (below 8)")?,
                     Invalid::TcpDataOffset(d) => write!(f, "data offset {d} (below 5)")?,
                     Invalid::TooManyVlanTags => {
                         write!(f, "more than {} tags", super::link::MAX_VLAN_TAGS)?
@@ -200,6 +214,23 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "invalid IPv4 header: IHL 3 (below 5) at offset 14"
+        );
+        let e = DecodeError::invalid(
+            Layer::Ipv4,
+            Invalid::Ipv4TotalLength {
+                total: 19,
+                header: 20,
+            },
+            14,
+        );
+        assert_eq!(
+            e.to_string(),
+            "invalid IPv4 header: total length 19 (below the header length 20) at offset 14"
+        );
+        let e = DecodeError::invalid(Layer::Udp, Invalid::UdpLength(3), 34);
+        assert_eq!(
+            e.to_string(),
+            "invalid UDP header: length 3 (below 8) at offset 34"
         );
         assert_eq!(
             DecodeError::unsupported_link_type(147).to_string(),

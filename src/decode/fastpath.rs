@@ -15,8 +15,10 @@
 //! - EtherType 0x0800 and 0x86DD dispatch on the IP version nibble.
 //! - IPv4: IHL >= 5 and the whole header present. The payload ends at `total_length`
 //!   unless that is smaller than the header or larger than the captured bytes (then the
-//!   captured bytes are used). Unless the packet is a non-first fragment, an AH header (51)
-//!   is skipped and its next header becomes the protocol.
+//!   captured bytes are used); a `total_length` from 1 to below the header is reported
+//!   (`Invalid::Ipv4TotalLength`, the outermost problem) and the walk goes on (0 is
+//!   presumed offloaded segmentation). Unless the packet is a non-first fragment, an AH
+//!   header (51) is skipped and its next header becomes the protocol.
 //! - IPv6: 40 bytes. Payload length 0 or beyond the capture means "to the end". Extension
 //!   headers 0 (only first), 43, 60, 44 (fragment) and 51 (AH) are walked, at most
 //!   [`MAX_IPV6_EXT_HEADERS`]; anything else (ESP 50 included) is the protocol. A non-first
@@ -24,8 +26,9 @@
 //!   protocol is unknown (`has_protocol == false`) when an extension header is cut, a
 //!   hop-by-hop header is not first, there are too many, an AH has length 0, or the
 //!   options of a hop-by-hop or destination-options header overrun it.
-//! - Ports: UDP needs 8 bytes; TCP needs its whole header (data offset >= 5). Non-first
-//!   fragments (IPv4 offset != 0, IPv6 fragment offset != 0) have no ports; first
+//! - Ports: UDP needs 8 bytes (a length field below 8 is reported, `Invalid::UdpLength`,
+//!   with the ports kept; 0 is allowed under an IPv6 payload length of 0); TCP needs its
+//!   whole header (data offset >= 5). Non-first fragments (IPv4 offset != 0, IPv6 fragment offset != 0) have no ports; first
 //!   fragments have them when the L4 header is present.
 //!
 //! Link types, EtherTypes, VLAN TPIDs, protocol numbers, limits and the header lengths the
@@ -41,9 +44,10 @@ use crate::decode::error::{DecodeError, ErrorKind, Invalid, Layer};
 /// Link types the fast path reads: the decoder's (the pcap LINKTYPE registry numbers).
 pub mod linktype {
     pub use crate::decode::link::{
-        LINKTYPE_ETHERNET as ETHERNET, LINKTYPE_LINUX_SLL as LINUX_SLL,
-        LINKTYPE_LINUX_SLL2 as LINUX_SLL2, LINKTYPE_LOOP as LOOP, LINKTYPE_NULL as NULL,
-        LINKTYPE_RAW as RAW, LINKTYPE_RAW_BSD as RAW_12, LINKTYPE_RAW_OPENBSD as RAW_14,
+        LINKTYPE_ETHERNET as ETHERNET, LINKTYPE_IPV4 as IPV4, LINKTYPE_IPV6 as IPV6,
+        LINKTYPE_LINUX_SLL as LINUX_SLL, LINKTYPE_LINUX_SLL2 as LINUX_SLL2, LINKTYPE_LOOP as LOOP,
+        LINKTYPE_NULL as NULL, LINKTYPE_RAW as RAW, LINKTYPE_RAW_BSD as RAW_12,
+        LINKTYPE_RAW_OPENBSD as RAW_14,
     };
 }
 
@@ -81,6 +85,7 @@ const AH_MIN_LEN: usize = 12;
 
 const UDP_HEADER_LEN: usize = etherparse::UdpHeader::LEN;
 const TCP_MIN_HEADER_LEN: usize = etherparse::TcpHeader::MIN_LEN;
+const UDP_LENGTH_OFFSET: usize = 4;
 const TCP_DATA_OFFSET: usize = 12;
 const TCP_FLAGS_OFFSET: usize = 13;
 
@@ -191,6 +196,9 @@ pub fn parse(linktype: u32, data: &[u8], out: &mut FlowFields) {
             ether(data, Layer::Ethernet, ETH_HEADER_LEN, et, out);
         }
         linktype::RAW | linktype::RAW_12 | linktype::RAW_14 => ip(data, 0, Layer::Ip, out),
+        // DLT_IPV4 and DLT_IPV6 name the version, but the header's nibble decides.
+        linktype::IPV4 => ip(data, 0, Layer::Ipv4, out),
+        linktype::IPV6 => ip(data, 0, Layer::Ipv6, out),
         linktype::LINUX_SLL => {
             let Some(et) = be16(data, SLL_PROTOCOL_OFFSET) else {
                 out.error = Some(cut(Layer::LinuxSll, SLL_HEADER_LEN));
@@ -319,6 +327,7 @@ fn ipv4(s: &[u8], base: usize, out: &mut FlowFields) {
         out.error = Some(DecodeError::truncated(Layer::Ipv4, hl, s.len(), base));
         return;
     };
+    let total_field = total;
     let total = usize::from(total);
     let payload = if total < hl || total > s.len() {
         &s[hl..]
@@ -330,6 +339,22 @@ fn ipv4(s: &[u8], base: usize, out: &mut FlowFields) {
     out.protocol = proto;
     out.src = src;
     out.dst = dst;
+    ipv4_payload(payload, frag, base + hl, out);
+    // 0 is presumed offloaded segmentation; a length below the header is reported, as the
+    // outermost problem, once the walk has gone on.
+    if total != 0 && total < hl {
+        let why = Invalid::Ipv4TotalLength {
+            total: total_field,
+            header: ihl * 4,
+        };
+        out.error = Some(DecodeError::invalid(Layer::Ipv4, why, base));
+    }
+}
+
+/// The IPv4 payload at offset `at` of the frame (`frag`: the flags and fragment offset).
+#[inline(always)]
+fn ipv4_payload(payload: &[u8], frag: u16, at: usize, out: &mut FlowFields) {
+    let proto = out.protocol;
     let non_first = frag & IPV4_OFFSET_MASK != 0;
     out.later_fragment = non_first;
     out.fragment = non_first || frag & IPV4_MF != 0;
@@ -337,7 +362,7 @@ fn ipv4(s: &[u8], base: usize, out: &mut FlowFields) {
         return;
     }
     let mut payload = payload;
-    let mut at = base + hl;
+    let mut at = at;
     if proto == ip_proto::AH {
         match auth(payload, at) {
             Ok((next, rest)) => {
@@ -351,7 +376,7 @@ fn ipv4(s: &[u8], base: usize, out: &mut FlowFields) {
             }
         }
     }
-    transport(payload, at, out);
+    transport(payload, at, false, out);
 }
 
 /// Skip an AH header at offset `at`: (next header, bytes after it).
@@ -510,22 +535,27 @@ fn ipv6(s: &[u8], base: usize, out: &mut FlowFields) {
     }
     out.has_protocol = true;
     out.protocol = next;
-    transport(payload, at, out);
+    transport(payload, at, plen == 0, out);
 }
 
-/// The transport header at offset `at` of the frame.
+/// The transport header at offset `at` of the frame; `jumbo`: the IP layer is an IPv6
+/// packet whose payload length is 0, where a UDP length of 0 is allowed.
 #[inline(always)]
-fn transport(p: &[u8], at: usize, out: &mut FlowFields) {
+fn transport(p: &[u8], at: usize, jumbo: bool, out: &mut FlowFields) {
     let cut = |layer, need| Some(DecodeError::truncated(layer, need, p.len(), at));
     match out.protocol {
-        ip_proto::UDP => match (be16(p, 0), be16(p, 2), p.len() >= UDP_HEADER_LEN) {
-            (Some(sp), Some(dp), true) => {
+        ip_proto::UDP => match (be16(p, 0), be16(p, 2), be16(p, UDP_LENGTH_OFFSET)) {
+            (Some(sp), Some(dp), Some(len)) if p.len() >= UDP_HEADER_LEN => {
                 out.has_ports = true;
                 out.src_port = sp;
                 out.dst_port = dp;
+                if usize::from(len) < UDP_HEADER_LEN && !(len == 0 && jumbo) {
+                    let why = Invalid::UdpLength(len);
+                    out.error = Some(DecodeError::invalid(Layer::Udp, why, at));
+                }
                 // The UDP length bounds the payload when it is plausible.
-                let end = match be16(p, 4).map(usize::from) {
-                    Some(l) if (UDP_HEADER_LEN..p.len()).contains(&l) => l,
+                let end = match usize::from(len) {
+                    l if (UDP_HEADER_LEN..p.len()).contains(&l) => l,
                     _ => p.len(),
                 };
                 out.set_payload(at + UDP_HEADER_LEN, end - UDP_HEADER_LEN);
@@ -716,6 +746,12 @@ mod tests {
             Some(DecodeError::truncated(Layer::LinuxSll, 16, 10, 0))
         );
         assert_eq!(run(147, &ip).ip_version, 0);
+        assert!(run(linktype::IPV4, &ip).has_ports);
+        assert_eq!(run(linktype::IPV6, &ip).ip_version, 4);
+        assert_eq!(
+            run(linktype::IPV6, &[]).error,
+            Some(DecodeError::truncated(Layer::Ipv6, 40, 0, 0))
+        );
     }
 
     #[test]

@@ -21,6 +21,9 @@ pub(crate) const IPV4_OFFSET_MASK: u16 = 0x1FFF;
 pub struct Ipv4<'a> {
     /// The header, options included (validated: version 4, IHL >= 5, all bytes present).
     pub header: Ipv4HeaderSlice<'a>,
+    /// The total length used when the field is 0 (TCP segmentation offload, BIG TCP):
+    /// the header and every byte after it in the capture. `None` when the field is used.
+    pub presumed_total_length: Option<usize>,
     /// The protocol of `l4`: the protocol field, or the next header of an authentication
     /// header that follows the IPv4 header.
     pub l4_proto: u8,
@@ -80,7 +83,9 @@ pub(super) fn decode_ipv4(b: &[u8], off: usize) -> (L3<'_>, Option<DecodeError>)
         }
     };
     // The payload ends at total length unless that is below the header length or beyond
-    // the capture (etherparse's lax rule); then the rest of the capture is used.
+    // the capture (etherparse's lax rule); then the rest of the capture is used. A total
+    // length of 0 is presumed to be offloaded segmentation (TSO, BIG TCP), as tshark does;
+    // one between 1 and the header length is invalid: reported, and decoding goes on.
     let hlen = header.slice().len();
     let total = usize::from(header.total_len());
     let end = if total < hlen || total > b.len() {
@@ -88,9 +93,30 @@ pub(super) fn decode_ipv4(b: &[u8], off: usize) -> (L3<'_>, Option<DecodeError>)
     } else {
         total
     };
-    let payload = &b[hlen..end];
+    let bad_total = (total != 0 && total < hlen).then(|| {
+        DecodeError::invalid(
+            Layer::Ipv4,
+            Invalid::Ipv4TotalLength {
+                total: header.total_len(),
+                header: hlen as u8,
+            },
+            off,
+        )
+    });
+    let (l3, e) = ipv4_payload(header, &b[hlen..end], off);
+    // The outermost problem is the one reported.
+    (l3, bad_total.or(e))
+}
+
+fn ipv4_payload<'a>(
+    header: Ipv4HeaderSlice<'a>,
+    payload: &'a [u8],
+    off: usize,
+) -> (L3<'a>, Option<DecodeError>) {
+    let hlen = header.slice().len();
     let proto = header.protocol().0;
     let mut v4 = Ipv4 {
+        presumed_total_length: (header.total_len() == 0).then_some(hlen + payload.len()),
         header,
         l4_proto: proto,
         l4: L4::Unknown {
@@ -142,7 +168,7 @@ pub(super) fn decode_ipv4(b: &[u8], off: usize) -> (L3<'_>, Option<DecodeError>)
             }
         }
     }
-    let (l4, e) = decode_l4(v4.l4_proto, l4_payload, l4_off);
+    let (l4, e) = decode_l4(v4.l4_proto, l4_payload, l4_off, false);
     v4.l4 = l4;
     (L3::Ipv4(v4), e)
 }

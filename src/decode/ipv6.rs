@@ -6,8 +6,8 @@ use etherparse::{
 
 use super::error::{DecodeError, Invalid, Layer};
 use super::ipv6_ext::{
-    options_valid, IPV6_AUTH, IPV6_DEST_OPTIONS, IPV6_FRAGMENT, IPV6_HOP_BY_HOP, IPV6_ROUTING,
-    MAX_EXT_HEADERS,
+    has_jumbo, options_valid, IPV6_AUTH, IPV6_DEST_OPTIONS, IPV6_FRAGMENT, IPV6_HOP_BY_HOP,
+    IPV6_ROUTING, MAX_EXT_HEADERS,
 };
 use super::link::ETHERTYPE_IPV6;
 use super::packet::{len_error, L3};
@@ -21,6 +21,10 @@ pub const IPV6_HEADER_LEN: usize = 40;
 pub struct Ipv6<'a> {
     /// The 40-byte fixed header.
     pub header: Ipv6HeaderSlice<'a>,
+    /// The payload length used when the field is 0 without a Jumbo Payload option (TCP
+    /// segmentation offload, BIG TCP): every byte after the header in the capture. `None`
+    /// when the field, or a Jumbo option, applies, or nothing follows the header.
+    pub presumed_payload_length: Option<usize>,
     /// The protocol after the extension chain; `None` when the chain is invalid or cut.
     pub next_header: Option<u8>,
     /// Whether a Fragment header was seen.
@@ -66,6 +70,7 @@ pub(super) fn decode_ipv6(b: &[u8], off: usize) -> (L3<'_>, Option<DecodeError>)
     let region_off = off + IPV6_HEADER_LEN;
 
     let mut v6 = Ipv6 {
+        presumed_payload_length: (plen == 0 && region_len > 0).then_some(region_len),
         header,
         next_header: None,
         frag: false,
@@ -144,6 +149,9 @@ pub(super) fn decode_ipv6(b: &[u8], off: usize) -> (L3<'_>, Option<DecodeError>)
                 };
                 match Ipv6RawExtHeaderSlice::from_slice(rest) {
                     Ok(x) => {
+                        if nh == IPV6_HOP_BY_HOP && has_jumbo(x.slice()) {
+                            v6.presumed_payload_length = None;
+                        }
                         if nh != IPV6_ROUTING && !options_valid(x.slice()) {
                             v6.l4 = L4::Unknown {
                                 proto: None,
@@ -172,7 +180,7 @@ pub(super) fn decode_ipv6(b: &[u8], off: usize) -> (L3<'_>, Option<DecodeError>)
         }
     }
     v6.next_header = Some(nh);
-    let (l4, e) = decode_l4(nh, &region[pos..], region_off + pos);
+    let (l4, e) = decode_l4(nh, &region[pos..], region_off + pos, plen == 0);
     v6.l4 = l4;
     (L3::Ipv6(v6), e)
 }

@@ -17,6 +17,8 @@ pub const MAX_EXT_HEADERS: usize = 16;
 
 const OPTIONS_START: usize = 2;
 const PAD1: u8 = 0;
+/// The Jumbo Payload option of a Hop-by-Hop header (RFC 2675).
+const OPT_JUMBO: u8 = 0xC2;
 
 /// Whether the option TLVs of a Hop-by-Hop or Destination Options header (the whole
 /// header, `(hdrlen + 1) * 8` bytes) are well formed: Pad1 is one byte, every other option
@@ -39,6 +41,22 @@ pub fn options_valid(header: &[u8]) -> bool {
     true
 }
 
+/// Whether a Hop-by-Hop header (the whole header, options well formed) carries a Jumbo
+/// Payload option.
+pub fn has_jumbo(header: &[u8]) -> bool {
+    let mut pos = OPTIONS_START;
+    while let Some(&kind) = header.get(pos) {
+        if kind == OPT_JUMBO {
+            return true;
+        }
+        pos += match kind {
+            PAD1 => 1,
+            _ => 2 + usize::from(header.get(pos + 1).copied().unwrap_or(u8::MAX)),
+        };
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -53,5 +71,15 @@ mod tests {
         assert!(!options_valid(&[17, 0, 1, 5, 0, 0, 0, 0]));
         // a type byte without its length
         assert!(!options_valid(&[17, 0, 0, 0, 0, 0, 0, 5]));
+    }
+
+    #[test]
+    fn jumbo_option() {
+        assert!(has_jumbo(&[6, 0, 0xC2, 4, 0, 1, 0, 0]));
+        assert!(has_jumbo(&[
+            6, 0, 0, 0xC2, 4, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0
+        ]));
+        assert!(!has_jumbo(&[6, 0, 1, 4, 0xC2, 4, 0, 0]));
+        assert!(!has_jumbo(&[6, 0, 1, 0xff, 0, 0, 0, 0]));
     }
 }

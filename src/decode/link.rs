@@ -1,5 +1,5 @@
-//! Link layers: Ethernet II, raw IP, Linux cooked (SLL, SLL2), BSD loopback (NULL, LOOP),
-//! and the VLAN tags that may follow an EtherType.
+//! Link layers: Ethernet II, raw IP (either version, or IPv4 / IPv6 only), Linux cooked
+//! (SLL, SLL2), BSD loopback (NULL, LOOP), and the VLAN tags that may follow an EtherType.
 
 use super::error::{DecodeError, Invalid, Layer};
 
@@ -19,6 +19,10 @@ pub const LINKTYPE_LOOP: u32 = 108;
 pub const LINKTYPE_LINUX_SLL: u32 = 113;
 /// LINKTYPE_LINUX_SLL2: Linux cooked capture v2.
 pub const LINKTYPE_LINUX_SLL2: u32 = 276;
+/// LINKTYPE_IPV4 (DLT_IPV4): raw IPv4.
+pub const LINKTYPE_IPV4: u32 = 228;
+/// LINKTYPE_IPV6 (DLT_IPV6): raw IPv6.
+pub const LINKTYPE_IPV6: u32 = 229;
 
 /// EtherType of IPv4.
 pub const ETHERTYPE_IPV4: u16 = 0x0800;
@@ -78,6 +82,10 @@ pub enum LinkKind {
     LinuxSll,
     /// Linux cooked v2 (276).
     LinuxSll2,
+    /// Raw IPv4 (228).
+    RawIpv4,
+    /// Raw IPv6 (229).
+    RawIpv6,
     /// BSD loopback, host byte order (0).
     Null,
     /// OpenBSD loopback, big-endian (108).
@@ -92,6 +100,8 @@ impl LinkKind {
             LINKTYPE_RAW | LINKTYPE_RAW_BSD | LINKTYPE_RAW_OPENBSD => LinkKind::Raw,
             LINKTYPE_LINUX_SLL => LinkKind::LinuxSll,
             LINKTYPE_LINUX_SLL2 => LinkKind::LinuxSll2,
+            LINKTYPE_IPV4 => LinkKind::RawIpv4,
+            LINKTYPE_IPV6 => LinkKind::RawIpv6,
             LINKTYPE_NULL => LinkKind::Null,
             LINKTYPE_LOOP => LinkKind::Loop,
             _ => return None,
@@ -105,6 +115,8 @@ impl LinkKind {
             LinkKind::Raw => "raw",
             LinkKind::LinuxSll => "linux_sll",
             LinkKind::LinuxSll2 => "linux_sll2",
+            LinkKind::RawIpv4 => "raw_ipv4",
+            LinkKind::RawIpv6 => "raw_ipv6",
             LinkKind::Null => "null",
             LinkKind::Loop => "loop",
         }
@@ -279,6 +291,20 @@ pub fn decode_link(kind: LinkKind, data: &[u8]) -> LinkResult<'_> {
             return LinkResult {
                 link: Some(link),
                 l3_offset: LOOPBACK_HEADER_LEN,
+                error: None,
+            };
+        }
+        // The link type names the IP version; the version nibble still picks the header,
+        // as for an EtherType (an empty frame is a cut IPv4 / IPv6 header).
+        LinkKind::RawIpv4 | LinkKind::RawIpv6 => {
+            link.eth = Some(if kind == LinkKind::RawIpv4 {
+                ETHERTYPE_IPV4
+            } else {
+                ETHERTYPE_IPV6
+            });
+            return LinkResult {
+                link: Some(link),
+                l3_offset: 0,
                 error: None,
             };
         }

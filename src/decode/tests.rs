@@ -337,7 +337,11 @@ fn every_link_type() {
     null_be6.extend_from_slice(&ip6);
     let mut lp = vec![0, 0, 0, 2];
     lp.extend_from_slice(&ip);
-    let cases: [(u32, &[u8], LinkKind, u16); 8] = [
+    let cases: [(u32, &[u8], LinkKind, u16); 11] = [
+        (LINKTYPE_IPV4, &ip, LinkKind::RawIpv4, 0x0800),
+        (LINKTYPE_IPV6, &ip6, LinkKind::RawIpv6, 0x86DD),
+        // The version nibble picks the header, as under an EtherType.
+        (LINKTYPE_IPV4, &ip6, LinkKind::RawIpv4, 0x0800),
         (LINKTYPE_RAW, &ip, LinkKind::Raw, 0x0800),
         (LINKTYPE_RAW, &ip6, LinkKind::Raw, 0x86DD),
         (LINKTYPE_RAW_BSD, &ip, LinkKind::Raw, 0x0800),
@@ -372,6 +376,16 @@ fn every_link_type() {
         decode(LINKTYPE_RAW, &[0x50]).error.unwrap().to_string(),
         "invalid IP header: IP version 5 at offset 0"
     );
+    assert_eq!(
+        decode(LINKTYPE_IPV6, &[0x50]).error.unwrap().to_string(),
+        "invalid IPv6 header: IP version 5 at offset 0"
+    );
+    let d = decode(LINKTYPE_IPV4, &[]);
+    assert_eq!(
+        d.error.unwrap().to_string(),
+        "truncated IPv4 header: need 20 bytes, have 0 at offset 0"
+    );
+    assert_eq!(d.link.unwrap().kind.name(), "raw_ipv4");
 }
 
 /// Cut `frame` at every length and check the error names `layer` at `offset` when the cut
@@ -622,4 +636,99 @@ fn fourth_vlan_tag_is_invalid() {
         "invalid VLAN header: more than 3 tags at offset 26"
     );
     assert!(matches!(d.l3, Some(L3::Unknown(Some(0x8100)))));
+}
+
+/// Length fields smaller than the header they cover: the layers are kept, the IPv4 total
+/// length (1 to the header length) and the UDP length (below 8) are reported; IPv4 total
+/// length 0 and IPv6 payload length 0 are presumed offloaded segmentation.
+#[test]
+fn length_fields_below_their_header() {
+    let dns = udp(40000, 53, &dns_query());
+    let mut v4 = ipv4(17, &[], 0, &dns);
+    v4[2..4].copy_from_slice(&19u16.to_be_bytes());
+    let frame = eth(ETHERTYPE_IPV4, &v4);
+    let d = decode(LINKTYPE_ETHERNET, &frame);
+    assert_eq!(
+        d.error.unwrap().to_string(),
+        "invalid IPv4 header: total length 19 (below the header length 20) at offset 14"
+    );
+    let Some(L3::Ipv4(ip)) = &d.l3 else {
+        panic!("{:?}", d.l3)
+    };
+    assert_eq!(ip.presumed_total_length, None);
+    let L4::Udp(u, Some(App::Dns(Some(q)))) = &ip.l4 else {
+        panic!("{:?}", ip.l4)
+    };
+    assert_eq!(u.destination_port(), 53);
+    assert_eq!(q.question().unwrap().qname(), "example.com");
+
+    // The IPv4 problem is reported even when a later header is also cut.
+    let cut = &eth(ETHERTYPE_IPV4, &v4)[..14 + 20 + 4];
+    let e = decode(LINKTYPE_ETHERNET, cut).error.unwrap();
+    assert_eq!(e.layer, Layer::Ipv4);
+
+    // Total length 0: presumed, no error.
+    v4[2..4].copy_from_slice(&[0, 0]);
+    let frame = eth(ETHERTYPE_IPV4, &v4);
+    let d = decode(LINKTYPE_ETHERNET, &frame);
+    assert!(d.error.is_none(), "{:?}", d.error);
+    let Some(L3::Ipv4(ip)) = &d.l3 else { panic!() };
+    assert_eq!(ip.presumed_total_length, Some(20 + dns.len()));
+
+    // UDP length below 8: reported, ports and payload kept (to the end of the IP payload).
+    for (n, v6) in [(3u16, false), (0, false), (7, true)] {
+        let mut u = udp(1000, 2000, b"abcdefgh");
+        u[4..6].copy_from_slice(&n.to_be_bytes());
+        let frame = if v6 {
+            eth(ETHERTYPE_IPV6, &ipv6(17, &u))
+        } else {
+            eth(ETHERTYPE_IPV4, &ipv4(17, &[], 0, &u))
+        };
+        let d = decode(LINKTYPE_ETHERNET, &frame);
+        let at = if v6 { 54 } else { 34 };
+        assert_eq!(
+            d.error.unwrap().to_string(),
+            format!("invalid UDP header: length {n} (below 8) at offset {at}")
+        );
+        let key = d.l3.unwrap().flow_key().unwrap();
+        assert_eq!(key.ports, Some((1000, 2000)));
+    }
+
+    // IPv6 payload length 0: presumed to run to the end of the capture; UDP length 0 is
+    // then a jumbogram's, not an error. With a Jumbo Payload option nothing is presumed.
+    let mut u = udp(1000, 2000, b"abcdefgh");
+    u[4..6].copy_from_slice(&[0, 0]);
+    let mut v6 = ipv6(17, &u);
+    v6[4..6].copy_from_slice(&[0, 0]);
+    let d = decode(LINKTYPE_RAW, &v6);
+    assert!(d.error.is_none(), "{:?}", d.error);
+    let Some(L3::Ipv6(ip)) = &d.l3 else { panic!() };
+    assert_eq!(ip.presumed_payload_length, Some(16));
+    let mut hbh = vec![17, 0, 0xC2, 4, 0, 1, 0, 0];
+    hbh.extend_from_slice(&u);
+    let mut jumbo = ipv6(0, &hbh);
+    jumbo[4..6].copy_from_slice(&[0, 0]);
+    let d = decode(LINKTYPE_RAW, &jumbo);
+    let Some(L3::Ipv6(ip)) = &d.l3 else { panic!() };
+    assert_eq!(
+        (ip.presumed_payload_length, ip.next_header),
+        (None, Some(17))
+    );
+    assert!(d.error.is_none());
+    // A header with nothing after it is not presumed to carry anything.
+    let bare = ipv6(59, &[]);
+    let d = decode(LINKTYPE_RAW, &bare);
+    let Some(L3::Ipv6(ip)) = &d.l3 else { panic!() };
+    assert_eq!(ip.presumed_payload_length, None);
+
+    // TCP data offset below 5 stays invalid: no ports (the header cannot be sliced).
+    let mut t = tcp(1, 2, 0x02, &[], &[0; 8]);
+    t[12] = 4 << 4;
+    let bad_tcp = ipv4(6, &[], 0, &t);
+    let d = decode(LINKTYPE_RAW, &bad_tcp);
+    assert_eq!(
+        d.error.unwrap().to_string(),
+        "invalid TCP header: data offset 4 (below 5) at offset 20"
+    );
+    assert_eq!(d.l3.unwrap().flow_key().unwrap().ports, None);
 }

@@ -17,6 +17,8 @@ pub const PROTO_TCP: u8 = 6;
 pub const PROTO_UDP: u8 = 17;
 /// IP protocol number of ICMPv6.
 pub const PROTO_ICMPV6: u8 = 58;
+/// UDP header length.
+pub const UDP_HEADER_LEN: usize = 8;
 
 /// The transport layer.
 #[derive(Clone, Debug)]
@@ -70,7 +72,15 @@ impl<'a> L4<'a> {
     }
 }
 
-pub(super) fn decode_l4(proto: u8, b: &[u8], off: usize) -> (L4<'_>, Option<DecodeError>) {
+/// Decode the transport layer `proto` in `b` (at `off` in the frame). `jumbo`: the IP
+/// layer is an IPv6 packet whose payload length is 0, where a UDP length of 0 is allowed
+/// (RFC 2675).
+pub(super) fn decode_l4(
+    proto: u8,
+    b: &[u8],
+    off: usize,
+    jumbo: bool,
+) -> (L4<'_>, Option<DecodeError>) {
     let cut = |e: DecodeError| {
         (
             L4::Unknown {
@@ -102,7 +112,12 @@ pub(super) fn decode_l4(proto: u8, b: &[u8], off: usize) -> (L4<'_>, Option<Deco
                 let app = ((u.source_port() == DNS_PORT || u.destination_port() == DNS_PORT)
                     && !p.is_empty())
                 .then(|| App::Dns(Dns::new(p)));
-                (L4::Udp(u, app), None)
+                // A length below the header is reported; the datagram runs to the end of
+                // the IP payload, as the lax rule reads it.
+                let n = u.length();
+                let bad = usize::from(n) < UDP_HEADER_LEN && !(n == 0 && jumbo);
+                let e = bad.then(|| DecodeError::invalid(Layer::Udp, Invalid::UdpLength(n), off));
+                (L4::Udp(u, app), e)
             }
             Err(e) => cut(len_error(&e, Layer::Udp, off)),
         },

@@ -8,6 +8,7 @@ use proptest::prelude::*;
 
 use super::testdata;
 use crate::decode::fastpath::{self, linktype, FlowFields};
+use crate::decode::{DecodeError, ErrorKind, Invalid};
 
 /// What both decoders are compared on.
 #[derive(Debug, PartialEq, Eq)]
@@ -275,6 +276,20 @@ fn check_decoder(lt: u32, data: &[u8]) {
         let d = crate::decode::decode(lt, data).error;
         assert_eq!(Some(e), d, "linktype {lt} frame {data:02x?}: {e}");
     }
+    // A length field below the header it covers is reported by both, the walk gone on.
+    if let Some(
+        d @ DecodeError {
+            kind: ErrorKind::Invalid(Invalid::Ipv4TotalLength { .. } | Invalid::UdpLength(_)),
+            ..
+        },
+    ) = crate::decode::decode(lt, data).error
+    {
+        assert_eq!(
+            f.error,
+            Some(d),
+            "length rule, linktype {lt} frame {data:02x?}"
+        );
+    }
 }
 
 #[test]
@@ -312,6 +327,17 @@ fn corpus_and_every_prefix_agree_with_the_decoder() {
     sll2.extend_from_slice(&[0; 18]);
     sll2.extend_from_slice(&ip);
     frames.push((linktype::LINUX_SLL2, sll2));
+    frames.push((linktype::IPV4, ip.clone()));
+    frames.push((
+        linktype::IPV6,
+        testdata::ipv6(
+            testdata::V6A,
+            testdata::V6B,
+            &[],
+            17,
+            &testdata::udp(1, 2, 3),
+        ),
+    ));
     for (lt, head) in [
         (linktype::NULL, [2u8, 0, 0, 0]),
         (linktype::NULL, [0, 0, 0, 2]),
@@ -334,7 +360,7 @@ fn corpus_and_every_prefix_agree_with_the_decoder() {
 /// The decoder's golden frames: the fuzz seeds, each a link-type index (into the fuzz
 /// target's table) followed by the frame.
 fn golden_frames() -> Vec<(u32, Vec<u8>)> {
-    const SEED_LINKTYPES: [u32; 9] = [0, 1, 12, 14, 101, 108, 113, 276, 147];
+    const SEED_LINKTYPES: [u32; 11] = [0, 1, 12, 14, 101, 108, 113, 276, 147, 228, 229];
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/decode");
     let mut out = Vec::new();
     for entry in
@@ -380,7 +406,8 @@ fn decoder_linktype() -> impl Strategy<Value = u32> {
         Just(linktype::LOOP),
         Just(linktype::RAW_12),
         Just(linktype::RAW_14),
-        Just(228u32),
+        Just(linktype::IPV4),
+        Just(linktype::IPV6),
         Just(9999u32),
     ]
 }
@@ -407,5 +434,61 @@ proptest! {
         check_decoder(linktype::ETHERNET, &testdata::ethernet(0x0800, &[], &v4));
         let v6 = testdata::ipv6(testdata::V6A, testdata::V6B, &[], proto, &body);
         check_decoder(linktype::ETHERNET, &testdata::ethernet(0x86DD, &[], &v6));
+    }
+}
+
+/// Each length field below its header is reported alike by both decoders.
+#[test]
+fn length_rules_agree_with_the_decoder() {
+    let udp = |n: Option<u16>| {
+        let mut u = testdata::udp(1000, 2000, 8);
+        if let Some(n) = n {
+            u[4..6].copy_from_slice(&n.to_be_bytes());
+        }
+        u
+    };
+    let v4 = |total: u16, body: &[u8]| {
+        let mut p = testdata::ipv4(17, [10, 0, 0, 1], [10, 0, 0, 2], 0, 0, body);
+        p[2..4].copy_from_slice(&total.to_be_bytes());
+        p
+    };
+    let v6 = |plen: Option<u16>, body: &[u8]| {
+        let mut p = testdata::ipv6(testdata::V6A, testdata::V6B, &[], 17, body);
+        if let Some(n) = plen {
+            p[4..6].copy_from_slice(&n.to_be_bytes());
+        }
+        p
+    };
+    let cases: Vec<(Vec<u8>, Option<&str>)> = vec![
+        (v4(19, &udp(None)), Some("IPv4 total length")),
+        (v4(1, &udp(Some(3))), Some("IPv4 total length")),
+        (v4(0, &udp(None)), None),
+        (v4(36, &udp(Some(3))), Some("UDP length")),
+        (v4(36, &udp(Some(0))), Some("UDP length")),
+        (v6(None, &udp(Some(7))), Some("UDP length")),
+        (v6(None, &udp(Some(0))), Some("UDP length")),
+        (v6(Some(0), &udp(Some(0))), None),
+        (v6(Some(0), &udp(Some(5))), Some("UDP length")),
+    ];
+    for (ip, want) in &cases {
+        for lt in [linktype::RAW, linktype::ETHERNET] {
+            let frame = if lt == linktype::RAW {
+                ip.clone()
+            } else {
+                testdata::ethernet(if ip[0] >> 4 == 4 { 0x0800 } else { 0x86DD }, &[], ip)
+            };
+            let rule = match crate::decode::decode(lt, &frame).error.map(|e| e.kind) {
+                Some(ErrorKind::Invalid(Invalid::Ipv4TotalLength { .. })) => {
+                    Some("IPv4 total length")
+                }
+                Some(ErrorKind::Invalid(Invalid::UdpLength(_))) => Some("UDP length"),
+                _ => None,
+            };
+            assert_eq!(rule, *want, "{frame:02x?}");
+            check_decoder(lt, &frame);
+            let mut f = FlowFields::default();
+            fastpath::parse(lt, &frame, &mut f);
+            assert!(f.has_ports, "ports kept: {frame:02x?}");
+        }
     }
 }

@@ -352,7 +352,7 @@ impl DirStats {
     #[inline(always)]
     fn add(&mut self, ts: i64, size: u32, flags: u8) {
         if self.ps.n > 0 {
-            self.piat.add(ts - self.prev_ts);
+            self.piat.add(ts.saturating_sub(self.prev_ts));
             self.first_ts = self.first_ts.min(ts);
             self.last_ts = self.last_ts.max(ts);
         } else {
@@ -485,7 +485,7 @@ impl FeatureGroup for Statistical {
         let ts = p.pkt.ts_ns;
         if self.bidirectional {
             if s.dirs[0].ps.n + s.dirs[1].ps.n > 0 {
-                s.piat.add(ts - s.prev_ts);
+                s.piat.add(ts.saturating_sub(s.prev_ts));
             }
             s.prev_ts = ts;
         }
@@ -539,9 +539,9 @@ impl FeatureGroup for Statistical {
                 out.push(nullable::<Int64Type>(
                     rows().map(|s| seen(s).then(|| dir(s).last_ts)),
                 ));
-                out.push(nullable::<Int64Type>(
-                    rows().map(|s| seen(s).then(|| dir(s).last_ts - dir(s).first_ts)),
-                ));
+                out.push(nullable::<Int64Type>(rows().map(|s| {
+                    seen(s).then(|| dir(s).last_ts.saturating_sub(dir(s).first_ts))
+                })));
             }
         }
     }
@@ -628,7 +628,7 @@ impl FeatureGroup for Splt {
         let ts = p.pkt.ts_ns;
         self.direction[at] = i8::from(!p.forward);
         self.ps[at] = p.pkt.wirelen;
-        self.piat[at] = if i == 0 { 0 } else { ts - *last };
+        self.piat[at] = if i == 0 { 0 } else { ts.saturating_sub(*last) };
         *last = ts;
         *count += 1;
     }

@@ -86,8 +86,34 @@ pub fn for_each_packet<S: PacketSource>(
     }
 }
 
-/// Batches and a possible truncation warning.
-pub type Batches = (Vec<RecordBatch>, Option<Error>);
+/// What a walk over files noticed without failing, for the caller to warn about.
+#[derive(Debug, Default)]
+pub struct Notices {
+    /// The first truncated last record, in file order (the packets before it were used).
+    pub truncated: Option<Error>,
+    /// For each file with records longer than their snaplen (read whole), in file order,
+    /// the message naming the first of them.
+    pub oversized: Vec<String>,
+}
+
+impl Notices {
+    /// What the pass `lp`, read to its end, noticed.
+    pub fn of<S: PacketSource>(lp: &mut SourceLoop<S>) -> Notices {
+        Notices {
+            truncated: lp.take_truncation(),
+            oversized: lp.take_oversized().into_iter().collect(),
+        }
+    }
+
+    /// Append the notices of later files.
+    pub fn extend(&mut self, later: Notices) {
+        self.truncated = self.truncated.take().or(later.truncated);
+        self.oversized.extend(later.oversized);
+    }
+}
+
+/// Batches, and what reading them noticed.
+pub type Batches = (Vec<RecordBatch>, Notices);
 
 /// Project every packet of the pass into batches of `batch_size` rows; `None` if `stop`
 /// ended the walk early.
@@ -111,7 +137,7 @@ pub fn project_source<S: PacketSource>(
         return Ok(None);
     }
     out.extend(b.finish());
-    Ok(Some((out, lp.take_truncation())))
+    Ok(Some((out, Notices::of(lp))))
 }
 
 /// Project every packet of the pass with the id of its flow in `table` (the flow table's
@@ -143,7 +169,7 @@ pub fn project_source_with_ids<S: PacketSource>(
     }
     out.extend(b.finish());
     table.discard_expired();
-    Ok(Some((out, lp.take_truncation())))
+    Ok(Some((out, Notices::of(lp))))
 }
 
 /// Project files in order with a `flow_id` column: the ids of a flow table with `opts`
@@ -160,19 +186,19 @@ pub fn project_files_with_ids(
 ) -> Result<Option<Batches>> {
     let mut table = FlowTable::new(opts);
     let mut out = Vec::new();
-    let mut warn = None;
+    let mut notices = Notices::default();
     for p in paths {
         let mut lp = open_file(p, filter)?;
         let rows = usize::try_from(lp.source().file_len() / 16 + 1).unwrap_or(usize::MAX);
-        let Some((b, w)) =
+        let Some((b, n)) =
             project_source_with_ids(&mut lp, batch_size.min(rows), &mut table, stop)?
         else {
             return Ok(None);
         };
         out.extend(b);
-        warn = warn.or(w);
+        notices.extend(n);
     }
-    Ok(Some((out, warn)))
+    Ok(Some((out, notices)))
 }
 
 /// Aggregate every packet of the pass into `table`. A live device's pass ends with the
@@ -227,17 +253,17 @@ pub fn project_files(
     }
     let parts: Vec<Result<Option<Batches>>> = paths.par_iter().map(|p| one(p, stop)).collect();
     let mut out = Vec::new();
-    let mut warn = None;
+    let mut notices = Notices::default();
     for part in parts {
-        let Some((b, w)) = part? else { return Ok(None) };
+        let Some((b, n)) = part? else { return Ok(None) };
         out.extend(b);
-        warn = warn.or(w);
+        notices.extend(n);
     }
-    Ok(Some((out, warn)))
+    Ok(Some((out, notices)))
 }
 
-/// A flow table and a possible truncation warning.
-pub type Table = (FlowTable, Option<Error>);
+/// A flow table, and what reading it noticed.
+pub type Table = (FlowTable, Notices);
 
 /// Aggregate files as one capture. Without timeouts, `max_flows` and features one rayon
 /// task per file builds a partial table and the partial tables are merged (equal to the
@@ -253,7 +279,7 @@ pub fn flows_files(
     opts: FlowOptions,
     stop: Stop<'_>,
 ) -> Result<Option<Table>> {
-    let mut warn = None;
+    let mut notices = Notices::default();
     if opts.ordered() || paths.len() < 2 {
         let mut table = FlowTable::new(opts);
         for p in paths {
@@ -261,9 +287,9 @@ pub fn flows_files(
             if flows_source(&mut lp, &mut table, stop)? == Walk::Stopped {
                 return Ok(None);
             }
-            warn = warn.or(lp.take_truncation());
+            notices.extend(Notices::of(&mut lp));
         }
-        return Ok(Some((table, warn)));
+        return Ok(Some((table, notices)));
     }
     let parts: Vec<Result<Option<Table>>> = paths
         .par_iter()
@@ -271,18 +297,18 @@ pub fn flows_files(
             let mut t = FlowTable::new(opts);
             let mut lp = open_file(p, filter)?;
             Ok(match flows_source(&mut lp, &mut t, stop)? {
-                Walk::Done => Some((t, lp.take_truncation())),
+                Walk::Done => Some((t, Notices::of(&mut lp))),
                 Walk::Stopped => None,
             })
         })
         .collect();
     let mut table = FlowTable::new(opts);
     for part in parts {
-        let Some((t, w)) = part? else { return Ok(None) };
+        let Some((t, n)) = part? else { return Ok(None) };
         table.merge(t);
-        warn = warn.or(w);
+        notices.extend(n);
     }
-    Ok(Some((table, warn)))
+    Ok(Some((table, notices)))
 }
 
 /// What one [`RawBatches::pull`] found.
@@ -349,6 +375,12 @@ impl<S: PacketSource> RawBatches<S> {
             }
         }
         Ok(Pull::Pending)
+    }
+
+    /// The warning about records read whole although longer than their snaplen, once
+    /// (see [`SourceLoop::take_oversized`]).
+    pub fn take_oversized(&mut self) -> Option<String> {
+        self.lp.take_oversized()
     }
 
     fn fail(&mut self, e: Error) -> Result<Pull> {

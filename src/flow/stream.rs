@@ -9,7 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 
-use super::{open_file, FlowTable, Pull, CHUNK_RECORDS};
+use super::{open_file, FlowTable, Notices, Pull, CHUNK_RECORDS};
 use crate::error::{Error, Result};
 use crate::pcap::FileReader;
 use crate::source::{PacketSource, SourceInfo, SourceLoop, Step};
@@ -44,8 +44,9 @@ pub struct FlowStream<S> {
     schema: SchemaRef,
     batch_rows: usize,
     live: bool,
-    /// A truncated last record met on the way, for the caller to warn about.
-    warning: Option<Error>,
+    /// What the passes read so far noticed (a truncated last record, oversized records),
+    /// for the caller to warn about.
+    notices: Notices,
     /// The statistics of the pass read last (or being read).
     last_stats: Option<Stats>,
     finished: bool,
@@ -67,7 +68,7 @@ impl<S: PacketSource> FlowStream<S> {
             schema: Arc::new(table.schema()),
             table,
             batch_rows: batch_rows.max(1),
-            warning: None,
+            notices: Notices::default(),
             last_stats: None,
             finished: false,
         }
@@ -91,9 +92,9 @@ impl<S: PacketSource> FlowStream<S> {
             .or_else(|| self.last_stats.clone())
     }
 
-    /// A truncation met since the last call, if any.
-    pub fn take_warning(&mut self) -> Option<Error> {
-        self.warning.take()
+    /// What the passes noticed since the last call (nothing, mostly).
+    pub fn take_notices(&mut self) -> Notices {
+        std::mem::take(&mut self.notices)
     }
 
     /// Stop reading (the consumer asked): the flows still live become rows (reason `end`,
@@ -172,8 +173,7 @@ impl<S: PacketSource> FlowStream<S> {
                     return Ok(self.handover());
                 }
                 Step::End => {
-                    let truncation = lp.take_truncation();
-                    self.warning = self.warning.take().or(truncation);
+                    self.notices.extend(Notices::of(lp));
                     self.last_stats = Some(lp.stats());
                     self.current = None;
                 }

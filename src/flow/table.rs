@@ -472,9 +472,9 @@ impl FlowTable {
             Entry::Occupied(e) => {
                 let flow = e.into_mut();
                 let s = &flow.stats;
-                let reason = if idle.is_some_and(|t| ts - s.last_ts_ns >= t) {
+                let reason = if idle.is_some_and(|t| ts.saturating_sub(s.last_ts_ns) >= t) {
                     Some(Expiration::Idle)
-                } else if active.is_some_and(|t| ts - s.first_ts_ns >= t) {
+                } else if active.is_some_and(|t| ts.saturating_sub(s.first_ts_ns) >= t) {
                     Some(Expiration::Active)
                 } else {
                     None
@@ -591,7 +591,7 @@ impl FlowTable {
             .map(|(key, flow)| Row {
                 key,
                 flow,
-                reason: if idle.is_some_and(|t| end - flow.stats.last_ts_ns >= t) {
+                reason: if idle.is_some_and(|t| end.saturating_sub(flow.stats.last_ts_ns) >= t) {
                     Expiration::Idle
                 } else {
                     Expiration::End

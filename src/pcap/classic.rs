@@ -2,7 +2,7 @@
 //! captured bytes. Both byte orders, microsecond and nanosecond magic numbers.
 
 use super::bytes::Endian;
-use super::{ts_from_parts, Issue, MAX_CAPLEN};
+use super::{ts_from_parts, Issue, Oversized, OversizedRecord, MAX_CAPLEN};
 use crate::source::RawPacket;
 
 /// Length of the file header.
@@ -110,14 +110,19 @@ fn bad_magic() -> Issue {
 }
 
 /// Walks the records of a classic file.
+///
+/// A record longer than the header's snaplen (up to [`MAX_CAPLEN`]) is read whole and
+/// counted in [`ClassicCursor::oversized`]; a strict cursor reports it as a format error.
 #[derive(Clone, Debug)]
 pub struct ClassicCursor {
     header: FileHeader,
     unit_ns: u32,
-    /// Largest accepted caplen: min(snaplen, MAX_CAPLEN).
+    /// Largest caplen read without note: min(snaplen, MAX_CAPLEN).
     max_caplen: u32,
     offset: usize,
     index: u64,
+    strict: bool,
+    oversized: Oversized,
 }
 
 impl ClassicCursor {
@@ -133,7 +138,19 @@ impl ClassicCursor {
             max_caplen: header.snaplen.min(MAX_CAPLEN),
             offset: FILE_HEADER_LEN,
             index: 0,
+            strict: false,
+            oversized: Oversized::default(),
         })
+    }
+
+    /// Whether a record longer than the snaplen is an error (`true`) or read whole.
+    pub fn set_strict(&mut self, strict: bool) {
+        self.strict = strict;
+    }
+
+    /// The records read whole although longer than the snaplen.
+    pub fn oversized(&self) -> &Oversized {
+        &self.oversized
     }
 
     /// The file header.
@@ -155,7 +172,8 @@ impl ClassicCursor {
     ///
     /// # Errors
     /// `Truncated` when `buf` ends inside the record; `Format` for a caplen above
-    /// [`MAX_CAPLEN`] or the file's snaplen. The cursor does not advance on error.
+    /// [`MAX_CAPLEN`], or above the file's snaplen when strict. The cursor does not
+    /// advance on error.
     #[inline]
     pub fn next<'a>(&mut self, buf: &'a [u8]) -> Result<Option<RawPacket<'a>>, Issue> {
         let start = self.offset;
@@ -173,7 +191,8 @@ impl ClassicCursor {
         ) else {
             return Err(truncated(self.header.record_header_len));
         };
-        if caplen > self.max_caplen {
+        let oversized = caplen > self.max_caplen;
+        if oversized && (caplen > MAX_CAPLEN || self.strict) {
             return Err(self.bad_caplen(caplen));
         }
         let hdr_len = self.header.record_header_len;
@@ -181,6 +200,15 @@ impl ClassicCursor {
         let Some(data) = rest.get(hdr_len..end) else {
             return Err(truncated(end));
         };
+        if oversized {
+            self.oversized.note(OversizedRecord {
+                index: self.index,
+                offset: start as u64,
+                caplen,
+                snaplen: self.header.snaplen,
+                interface: None,
+            });
+        }
         self.offset = start + end;
         self.index += 1;
         Ok(Some(RawPacket {
@@ -272,21 +300,75 @@ mod tests {
         assert_eq!(err, Some(Issue::truncated(1, 44, 16, 5)));
     }
 
-    #[test]
-    fn caplen_above_snaplen_or_max_is_format() {
+    /// BE_NANOS with a snaplen of 3: its first record (caplen 4) is longer than that.
+    fn snaplen_3() -> Vec<u8> {
         let mut buf = BE_NANOS.to_vec();
-        buf[24 + 11] = 0x81; // caplen 129 > snaplen 128
-        let (_, err) = all(&buf);
-        let err = err.unwrap();
+        buf[HDR_SNAPLEN..HDR_SNAPLEN + 4].copy_from_slice(&3u32.to_be_bytes());
+        buf
+    }
+
+    #[test]
+    fn caplen_above_snaplen_is_read_whole_and_counted() {
+        let buf = snaplen_3();
+        let mut c = ClassicCursor::new(&buf).unwrap();
+        let p = c.next(&buf).unwrap().unwrap();
+        assert_eq!((p.caplen, p.data), (4, &[1u8, 2, 3, 4][..]));
+        assert!(c.next(&buf).unwrap().is_some());
+        assert!(c.next(&buf).unwrap().is_none());
+        let o = c.oversized();
+        assert_eq!(o.count, 1);
+        assert_eq!(
+            o.first,
+            Some(OversizedRecord {
+                index: 0,
+                offset: 24,
+                caplen: 4,
+                snaplen: 3,
+                interface: None
+            })
+        );
+        let m = o.message(std::path::Path::new("x.pcap")).unwrap();
+        assert!(
+            m.starts_with(
+                "x.pcap: record 0 at byte offset 24 has caplen 4, above the file's snaplen 3"
+            ),
+            "{m}"
+        );
+    }
+
+    #[test]
+    fn caplen_above_snaplen_is_format_when_strict() {
+        let buf = snaplen_3();
+        let mut c = ClassicCursor::new(&buf).unwrap();
+        c.set_strict(true);
+        let err = c.next(&buf).unwrap_err();
         assert_eq!((err.index, err.offset), (0, 24));
         assert!(
-            matches!(&err.kind, IssueKind::Format(m) if m.contains("snaplen 128")),
+            matches!(&err.kind, IssueKind::Format(m) if m.contains("exceeds the file's snaplen 3")),
             "{err:?}"
         );
+        assert_eq!(c.oversized().count, 0);
+    }
 
+    #[test]
+    fn oversized_record_past_the_end_is_truncation() {
+        let buf = snaplen_3();
+        let (pkts, err) = all(&buf[..24 + 16 + 3]);
+        assert!(pkts.is_empty());
+        assert_eq!(err, Some(Issue::truncated(0, 24, 20, 19)));
+    }
+
+    #[test]
+    fn caplen_above_max_is_format_even_lax() {
         let mut buf = LE_MICROS.to_vec();
         buf[16..20].copy_from_slice(&0u32.to_le_bytes()); // snaplen 0 reads as MAX_CAPLEN
         buf[24 + 8..24 + 12].copy_from_slice(&(MAX_CAPLEN + 1).to_le_bytes());
+        let (_, err) = all(&buf);
+        assert!(
+            matches!(&err.unwrap().kind, IssueKind::Format(m) if m.contains("maximum of 262144"))
+        );
+        // A snaplen above the maximum does not raise it.
+        buf[16..20].copy_from_slice(&u32::MAX.to_le_bytes());
         let (_, err) = all(&buf);
         assert!(
             matches!(&err.unwrap().kind, IssueKind::Format(m) if m.contains("maximum of 262144"))

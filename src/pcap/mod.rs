@@ -99,6 +99,60 @@ impl Issue {
     }
 }
 
+/// The first record found longer than the snaplen that governs it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OversizedRecord {
+    /// Index of the record (pcapng: of the block).
+    pub index: u64,
+    /// Byte offset where the record starts.
+    pub offset: u64,
+    /// The record's caplen.
+    pub caplen: u32,
+    /// The snaplen it exceeds.
+    pub snaplen: u32,
+    /// The pcapng interface whose snaplen it is (`None`: the classic file header's).
+    pub interface: Option<u32>,
+}
+
+/// Records longer than their snaplen (the classic file header's, or their pcapng
+/// interface's) that a cursor read whole: how many, and the first.
+///
+/// Real files have them (a capture tool whose snaplen is below the largest frame it
+/// writes); libpcap cuts such a record to the snaplen (classic) or stops with an error
+/// (pcapng), tshark keeps it whole, as the cursors do unless they are strict.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Oversized {
+    /// Records read whole although their caplen exceeds the snaplen.
+    pub count: u64,
+    /// The first of them.
+    pub first: Option<OversizedRecord>,
+}
+
+impl Oversized {
+    #[cold]
+    pub(crate) fn note(&mut self, record: OversizedRecord) {
+        self.count += 1;
+        self.first.get_or_insert(record);
+    }
+
+    /// The warning for the file at `path`, once a record was found (`None` before).
+    pub fn message(&self, path: &Path) -> Option<String> {
+        let r = self.first?;
+        let limit = match r.interface {
+            None => format!("the file's snaplen {}", r.snaplen),
+            Some(i) => format!("the snaplen {} of interface {i}", r.snaplen),
+        };
+        Some(format!(
+            "{}: record {} at byte offset {} has caplen {}, above {limit}; it is read whole, \
+             and so is every later such record of the file (libpcap cuts or rejects them)",
+            path.display(),
+            r.index,
+            r.offset,
+            r.caplen,
+        ))
+    }
+}
+
 /// Nanoseconds from whole seconds and a sub-second count in `unit_ns` units, saturating.
 #[inline]
 pub(crate) fn ts_from_parts(sec: u32, frac: u32, unit_ns: u32) -> i64 {

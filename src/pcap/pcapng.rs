@@ -8,7 +8,7 @@
 //! A record here is a block: issue indexes count blocks, not packets.
 
 use super::bytes::Endian;
-use super::{Issue, MAX_CAPLEN};
+use super::{Issue, Oversized, OversizedRecord, MAX_CAPLEN};
 use crate::source::RawPacket;
 
 /// Section header block type (a palindrome, the same in both byte orders).
@@ -140,12 +140,18 @@ struct PacketFields {
 }
 
 /// Walks the blocks of a pcapng file and yields its packets.
+///
+/// An enhanced or obsolete packet block longer than its interface's snaplen (up to
+/// [`MAX_CAPLEN`]) is read whole and counted in [`NgCursor::oversized`]; a strict cursor
+/// reports it as a format error.
 #[derive(Clone, Debug)]
 pub struct NgCursor {
     endian: Endian,
     interfaces: Vec<Interface>,
     offset: usize,
     index: u64,
+    strict: bool,
+    oversized: Oversized,
 }
 
 impl NgCursor {
@@ -159,6 +165,8 @@ impl NgCursor {
             interfaces: Vec::new(),
             offset: 0,
             index: 0,
+            strict: false,
+            oversized: Oversized::default(),
         };
         // The first section header is the file header: any problem with it is a format error.
         match c.block(buf) {
@@ -172,6 +180,17 @@ impl NgCursor {
                 Err(issue)
             }
         }
+    }
+
+    /// Whether a packet longer than its interface's snaplen is an error (`true`) or read
+    /// whole.
+    pub fn set_strict(&mut self, strict: bool) {
+        self.strict = strict;
+    }
+
+    /// The packets read whole although longer than their interface's snaplen.
+    pub fn oversized(&self) -> &Oversized {
+        &self.oversized
     }
 
     /// Byte order of the current section.
@@ -214,7 +233,8 @@ impl NgCursor {
     ///
     /// # Errors
     /// `Truncated` when `buf` ends inside a block; `Format` for an inconsistent block
-    /// length, a bad section header, an unknown interface id or an impossible caplen.
+    /// length, a bad section header, an unknown interface id or an impossible caplen
+    /// (above [`MAX_CAPLEN`] or its block; above its interface's snaplen when strict).
     /// The cursor does not advance on error.
     #[inline]
     pub fn next<'a>(&mut self, buf: &'a [u8]) -> Result<Option<RawPacket<'a>>, Issue> {
@@ -382,14 +402,29 @@ impl NgCursor {
     /// snaplen and timestamp resolution applied to the block's fields.
     #[inline]
     fn packet<'a>(
-        &self,
+        &mut self,
         body: &'a [u8],
         f: PacketFields,
         format: &impl Fn(String) -> Issue,
     ) -> Result<Step<'a>, Issue> {
         let iface = self.interface(f.id, format)?;
-        check_snaplen(&iface, f.id, f.caplen, format)?;
+        let oversized = iface.snaplen != 0 && f.caplen > iface.snaplen;
+        if oversized && self.strict {
+            return Err(format(format!(
+                "packet caplen {} exceeds the snaplen {} of interface {}",
+                f.caplen, iface.snaplen, f.id
+            )));
+        }
         let data = packet_data(body, f.at, f.caplen, f.kind, format)?;
+        if oversized {
+            self.oversized.note(OversizedRecord {
+                index: self.index,
+                offset: self.offset as u64,
+                caplen: f.caplen,
+                snaplen: iface.snaplen,
+                interface: Some(f.id),
+            });
+        }
         Ok(Step::Packet(RawPacket {
             ts_ns: iface.ts_ns(f.ts),
             caplen: f.caplen,
@@ -408,23 +443,6 @@ impl NgCursor {
             ))
         })
     }
-}
-
-/// A caplen above the interface's snaplen (when it has one) is an error, as in libpcap.
-#[inline]
-fn check_snaplen(
-    iface: &Interface,
-    id: u32,
-    caplen: u32,
-    format: &impl Fn(String) -> Issue,
-) -> Result<(), Issue> {
-    if iface.snaplen != 0 && caplen > iface.snaplen {
-        return Err(format(format!(
-            "packet caplen {caplen} exceeds the snaplen {} of interface {id}",
-            iface.snaplen
-        )));
-    }
-    Ok(())
 }
 
 #[inline]
@@ -695,8 +713,7 @@ pub(crate) mod tests {
         assert!(matches!(err.unwrap().kind, IssueKind::Truncated { .. }));
     }
 
-    #[test]
-    fn caplen_above_interface_snaplen_is_format() {
+    fn two_snaplens() -> Vec<u8> {
         let mut b = Builder::new(Endian::Little);
         b.shb();
         b.idb(1, 0, &[]);
@@ -704,10 +721,47 @@ pub(crate) mod tests {
         b.epb(0, 0, &[1; 8], 8);
         b.epb(1, 0, &[1; 4], 8);
         b.epb(1, 0, &[1; 5], 8);
-        let (pkts, err) = all(&b.out);
-        assert_eq!(pkts.len(), 2);
-        let err = err.unwrap();
-        assert_eq!(err.index, 5);
+        b.epb(1, 0, &[2; 6], 8);
+        b.out
+    }
+
+    #[test]
+    fn caplen_above_interface_snaplen_is_read_whole_and_counted() {
+        let buf = two_snaplens();
+        let mut c = NgCursor::new(&buf).unwrap();
+        let mut got = Vec::new();
+        while let Some(p) = c.next(&buf).unwrap() {
+            got.push(p.data.to_vec());
+        }
+        assert_eq!(got, vec![vec![1; 8], vec![1; 4], vec![1; 5], vec![2; 6]]);
+        let o = c.oversized();
+        assert_eq!(o.count, 2);
+        let first = o.first.unwrap();
+        assert_eq!(
+            (first.index, first.caplen, first.snaplen, first.interface),
+            (5, 5, 4, Some(1))
+        );
+        let m = o.message(std::path::Path::new("x.pcapng")).unwrap();
+        assert!(
+            m.contains("has caplen 5, above the snaplen 4 of interface 1;"),
+            "{m}"
+        );
+    }
+
+    #[test]
+    fn caplen_above_interface_snaplen_is_format_when_strict() {
+        let buf = two_snaplens();
+        let mut c = NgCursor::new(&buf).unwrap();
+        c.set_strict(true);
+        let mut n = 0;
+        let err = loop {
+            match c.next(&buf) {
+                Ok(Some(_)) => n += 1,
+                Ok(None) => panic!("expected an error"),
+                Err(e) => break e,
+            }
+        };
+        assert_eq!((n, err.index), (2, 5));
         assert!(
             matches!(&err.kind, IssueKind::Format(m) if m.contains("exceeds the snaplen 4 of interface 1")),
             "{err:?}"

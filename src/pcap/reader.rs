@@ -9,7 +9,7 @@ use memmap2::Mmap;
 use super::bpf::FileFilter;
 use super::classic::{self, ClassicCursor};
 use super::pcapng::{NgCursor, BLOCK_SHB};
-use super::{FileFormat, Issue};
+use super::{FileFormat, Issue, Oversized};
 use crate::decode::link::LINKTYPE_ETHERNET;
 use crate::error::{Error, Result};
 use crate::source::{Fetch, PacketSource, RawPacket, SourceInfo, SCAN_BUDGET};
@@ -69,6 +69,24 @@ impl RecordCursor {
         }
     }
 
+    /// Whether a record longer than its snaplen is a format error (`true`) or read whole
+    /// and counted in [`RecordCursor::oversized`] (the default).
+    pub fn set_strict(&mut self, strict: bool) {
+        match self {
+            RecordCursor::Pcap(c) => c.set_strict(strict),
+            RecordCursor::PcapNg(c) => c.set_strict(strict),
+        }
+    }
+
+    /// The records read whole although longer than their snaplen.
+    #[inline]
+    pub fn oversized(&self) -> &Oversized {
+        match self {
+            RecordCursor::Pcap(c) => c.oversized(),
+            RecordCursor::PcapNg(c) => c.oversized(),
+        }
+    }
+
     /// Byte offset of the next record.
     #[inline]
     pub fn offset(&self) -> usize {
@@ -87,11 +105,19 @@ impl RecordCursor {
     }
 }
 
+/// Bytes of the map read past before they are released from this process's resident set.
+const RELEASE_EVERY: usize = 8 << 20;
+/// The smallest page size of the platforms paclo runs on; releases start and end on it.
+const PAGE: usize = 4096;
+
 /// A capture file mapped into memory, read record by record without copying.
 ///
 /// Reading allocates nothing: packets borrow the map. As a [`PacketSource`] it applies the
 /// BPF filter installed with [`PacketSource::install_filter`]; [`next_packet`](Self::next_packet)
-/// reads every record.
+/// reads every record. The pages the cursor has moved past are released from the process
+/// every [`RELEASE_EVERY`] bytes, so a read keeps O(1) of the file resident however large
+/// it is (the page cache keeps them; a packet that still refers to them reads them back
+/// from it).
 pub struct FileReader {
     path: PathBuf,
     map: Arc<Mmap>,
@@ -101,6 +127,8 @@ pub struct FileReader {
     linktype: Option<u32>,
     snaplen: u32,
     filter: Option<FileFilter>,
+    /// The map before this offset has been released from the resident set.
+    released: usize,
 }
 
 impl FileReader {
@@ -114,14 +142,14 @@ impl FileReader {
         // Check the kind first: opening a FIFO would block until a writer appears.
         let kind = std::fs::metadata(&path).map_err(|e| Error::from_io(&path, e))?;
         if !kind.is_file() {
-            let what = if kind.is_dir() {
-                "is a directory"
+            let source = if kind.is_dir() {
+                std::io::Error::new(std::io::ErrorKind::IsADirectory, "is a directory")
             } else {
-                "is not a regular file (pipes and devices cannot be mapped)"
+                std::io::Error::other("is not a regular file (pipes and devices cannot be mapped)")
             };
             return Err(Error::Io {
                 path,
-                source: std::io::Error::other(what).into(),
+                source: source.into(),
             });
         }
         let file = File::open(&path).map_err(|e| Error::from_io(&path, e))?;
@@ -153,7 +181,20 @@ impl FileReader {
             linktype,
             snaplen,
             filter: None,
+            released: 0,
         })
+    }
+
+    /// Whether a record longer than its snaplen is a format error (`true`) or read whole
+    /// and counted in [`FileReader::oversized`] (the default).
+    pub fn set_strict(&mut self, strict: bool) {
+        self.cursor.set_strict(strict);
+    }
+
+    /// The records read so far whole although longer than their snaplen.
+    #[inline]
+    pub fn oversized(&self) -> &Oversized {
+        self.cursor.oversized()
     }
 
     /// The path this reader was opened with.
@@ -209,6 +250,7 @@ impl FileReader {
         if self.done {
             return Ok(None);
         }
+        release_behind(&self.map, self.cursor.offset(), &mut self.released);
         match self.cursor.next(&self.map) {
             Ok(Some(p)) => Ok(Some(p)),
             Ok(None) => {
@@ -223,6 +265,37 @@ impl FileReader {
     }
 }
 
+/// Release the pages of `map` more than [`RELEASE_EVERY`] bytes behind `at` (the cursor)
+/// from the resident set, once [`RELEASE_EVERY`] more bytes have been read since
+/// `released`, which moves on. (Fields, not `&mut FileReader`: the caller may hold a packet
+/// borrowed from the map.)
+#[inline]
+fn release_behind(map: &Mmap, at: usize, released: &mut usize) {
+    if at - *released >= 2 * RELEASE_EVERY {
+        // Keep the last RELEASE_EVERY bytes: the current record starts there.
+        let to = (at - RELEASE_EVERY) & !(PAGE - 1);
+        release(map, *released, to);
+        *released = to;
+    }
+}
+
+/// Release `map[from..to]` (rounded inwards to pages) from the resident set.
+#[cold]
+fn release(map: &Mmap, from: usize, to: usize) {
+    #[cfg(unix)]
+    {
+        // SAFETY: the map is a read-only mapping of a file that nothing writes through;
+        // MADV_DONTNEED only drops this process's page-table entries for the range, and the
+        // next access faults the same bytes back in from the file (the kernel's page cache),
+        // so every slice of the map stays valid and unchanged. The range lies within the map.
+        let _ = unsafe {
+            map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, from, to - from)
+        };
+    }
+    #[cfg(not(unix))]
+    let _ = (map, from, to);
+}
+
 impl PacketSource for FileReader {
     #[inline]
     fn fetch(&mut self) -> Result<Fetch<'_>> {
@@ -231,6 +304,7 @@ impl PacketSource for FileReader {
         }
         let mut rejected = 0u32;
         loop {
+            release_behind(&self.map, self.cursor.offset(), &mut self.released);
             match self.cursor.next(&self.map) {
                 Ok(Some(p)) => {
                     if let Some(f) = self.filter.as_mut() {
@@ -279,6 +353,14 @@ impl PacketSource for FileReader {
         Some((self.position(), self.file_len()))
     }
 
+    fn set_strict(&mut self, strict: bool) {
+        FileReader::set_strict(self, strict);
+    }
+
+    fn oversized(&self) -> Option<&Oversized> {
+        Some(FileReader::oversized(self))
+    }
+
     /// Compiled for the file's link type (pcapng: its first interface's, Ethernet when none
     /// is described before the first packet), and for each other link type when met.
     fn install_filter(&mut self, expr: &str) -> Result<()> {
@@ -324,6 +406,13 @@ mod tests {
     fn open_errors() {
         let err = FileReader::open("/nonexistent/paclo/x.pcap").err().unwrap();
         assert!(matches!(err, Error::NotFound { .. }));
+        let dir = std::env::temp_dir();
+        let err = FileReader::open(&dir).err().unwrap();
+        assert!(
+            matches!(&err, Error::Io { path, source } if path == &dir
+                && source.kind() == std::io::ErrorKind::IsADirectory),
+            "{err}"
+        );
         let empty = write_temp("empty.pcap", &[]);
         let err = FileReader::open(&empty).err().unwrap();
         assert!(

@@ -19,7 +19,9 @@ use pyo3::PyTraverseError;
 use super::convert::options::limits;
 use super::convert::stats::{pcap_dict, queue_dict, stats_dict};
 use super::convert::{generic_alias, to_python, DecodeMode};
-use super::error::{capture_failed, consumer_failure, warn_truncated, CaptureError};
+use super::error::{
+    capture_failed, consumer_failure, warn_oversized, warn_truncated, CaptureError,
+};
 use super::gil::QUEUE_SIGNAL_CHECK_EVERY;
 use super::hooks::{call_hook, report_error};
 use crate::capture::queue::{Pop, QueueMode};
@@ -115,8 +117,8 @@ impl Capture {
         result.map_err(PyErr::from)
     }
 
-    /// The end of iteration: wait for the thread, run hooks, warn about a truncated file,
-    /// raise a source error.
+    /// The end of iteration: wait for the thread, run hooks, warn about records longer
+    /// than their snaplen and a truncated file, raise a source error.
     fn end<'py>(
         &self,
         py: Python<'py>,
@@ -126,6 +128,9 @@ impl Capture {
         consumer.recycle = None;
         py.detach(|| self.core.wait_done(CLOSE_TIMEOUT));
         self.finalize(py);
+        if let Some(m) = self.core.take_oversized() {
+            warn_oversized(py, &m, 1)?;
+        }
         if let Some(t) = self.core.take_truncation() {
             let read = self.core.stats().captured;
             warn_truncated(py, &t, &format!("{read} packets were read before it"), 1)?;

@@ -16,6 +16,7 @@ use crate::stats::Failure;
 pyo3::import_exception!(paclo.exceptions, PcapFormatError);
 pyo3::import_exception!(paclo.exceptions, CaptureError);
 pyo3::import_exception!(paclo.exceptions, TruncatedCaptureWarning);
+pyo3::import_exception!(paclo.exceptions, OversizedRecordWarning);
 
 impl From<Error> for PyErr {
     fn from(err: Error) -> PyErr {
@@ -27,8 +28,13 @@ impl From<Error> for PyErr {
                 path.display().to_string(),
             )),
             Error::PermissionDenied { .. } => PyPermissionError::new_err(message),
+            // OSError picks its subclass from the errno (EISDIR: IsADirectoryError).
             Error::Io { path, source } => PyOSError::new_err((
-                source.raw_os_error().unwrap_or(libc::EIO),
+                source.raw_os_error().unwrap_or(match source.kind() {
+                    std::io::ErrorKind::IsADirectory => libc::EISDIR,
+                    std::io::ErrorKind::NotADirectory => libc::ENOTDIR,
+                    _ => libc::EIO,
+                }),
                 source.to_string(),
                 path.display().to_string(),
             )),
@@ -55,6 +61,9 @@ pub fn exception_name(err: &Error) -> &'static str {
     match err {
         Error::NotFound { .. } => "FileNotFoundError",
         Error::PermissionDenied { .. } => "PermissionError",
+        Error::Io { source, .. } if source.kind() == std::io::ErrorKind::IsADirectory => {
+            "IsADirectoryError"
+        }
         Error::Io { .. } => "OSError",
         Error::Format { .. } | Error::Truncated { .. } => "PcapFormatError",
         Error::Filter { .. } | Error::InvalidArgument(_) => "ValueError",
@@ -87,6 +96,18 @@ pub fn capture_failed(err: Error) -> PyErr {
         Error::Capture(m) => CaptureError::new_err(format!("capture failed: {m}")),
         other => other.into(),
     }
+}
+
+/// Warn that records longer than their snaplen were read whole: `OversizedRecordWarning`
+/// with `message` (naming the first); `stacklevel` as for [`warn_truncated`].
+pub fn warn_oversized(py: Python<'_>, message: &str, stacklevel: i32) -> PyResult<()> {
+    let message = CString::new(message).unwrap_or_default();
+    PyErr::warn(
+        py,
+        &py.get_type::<OversizedRecordWarning>(),
+        &message,
+        stacklevel,
+    )
 }
 
 /// Warn that a capture file ended inside a record: `TruncatedCaptureWarning` with the

@@ -14,9 +14,9 @@ use super::convert::options::SourceArg;
 use super::convert::stats::stats_dict;
 use super::flows::{flow_options, nonempty, positive, warn};
 use super::interop::{schema_capsule, to_pyarrow};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::flow::stream::{file_stream, FlowStream as CoreStream};
-use crate::flow::{FlowTable, Pull};
+use crate::flow::{FlowTable, Notices, Pull};
 use crate::source::PacketSource;
 use crate::stats::Stats;
 
@@ -35,7 +35,7 @@ struct Counters {
 trait Meter: Send {
     fn pull(&mut self) -> Result<Pull>;
     fn stop(&mut self);
-    fn take_warning(&mut self) -> Option<Error>;
+    fn take_notices(&mut self) -> Notices;
     fn table(&self) -> &FlowTable;
     fn stats(&self) -> Option<Stats>;
 }
@@ -47,8 +47,8 @@ impl<S: PacketSource> Meter for CoreStream<S> {
     fn stop(&mut self) {
         CoreStream::stop(self);
     }
-    fn take_warning(&mut self) -> Option<Error> {
-        CoreStream::take_warning(self)
+    fn take_notices(&mut self) -> Notices {
+        CoreStream::take_notices(self)
     }
     fn table(&self) -> &FlowTable {
         CoreStream::table(self)
@@ -135,7 +135,7 @@ impl FlowStream {
                 s.stop();
             }
             let pulled = py.detach(|| s.pull());
-            warn(py, s.take_warning())?;
+            warn(py, s.take_notices())?;
             match pulled {
                 Ok(Pull::Batch(b)) => break b,
                 Ok(Pull::Pending) => {

@@ -5,17 +5,16 @@ use std::path::PathBuf;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::{PyDict, PyList};
 
 use super::convert::options::{LiveArg, SourceArg};
-use super::error::warn_truncated;
+use super::error::{warn_oversized, warn_truncated};
 use super::gil::interruptible;
 use super::interop::ArrowStream;
-use crate::error::Error;
-use crate::flow::text::{column_version, endpoint, proto_name, write_addr};
+use crate::flow::text::{endpoint, proto_name};
 use crate::flow::{
     self, columns, flows_source, project_source, project_source_with_ids, FeatureSpec, FlowOptions,
-    FlowTable, FlowTuple, RawBatches, Walk,
+    FlowTable, FlowTuple, Notices, RawBatches, Walk,
 };
 use crate::pcap::FileReader;
 use crate::source::{Limits, SourceLoop};
@@ -23,8 +22,13 @@ use crate::source::{Limits, SourceLoop};
 /// Rows of a projection batch read from a device (a file's batches are sized by the file).
 const LIVE_BATCH_ROWS: usize = 65_536;
 
-pub(crate) fn warn(py: Python<'_>, truncation: Option<Error>) -> PyResult<()> {
-    match truncation {
+/// Warn about what a walk noticed: one warning per file with records longer than their
+/// snaplen, then the first truncated last record.
+pub(crate) fn warn(py: Python<'_>, notices: Notices) -> PyResult<()> {
+    for m in &notices.oversized {
+        warn_oversized(py, m, 2)?;
+    }
+    match notices.truncated {
         Some(e) => warn_truncated(py, &e, "every complete packet before it was used", 2),
         None => Ok(()),
     }
@@ -84,7 +88,7 @@ pub fn flow_project(
         false,
     )?;
     let filter = filter.as_deref();
-    let (batches, truncation) = match source {
+    let (batches, notices) = match source {
         SourceArg::Files(paths) => {
             let paths = nonempty(paths)?;
             interruptible(py, paths.len() > 1 && !flow_id, |stop| {
@@ -108,7 +112,7 @@ pub fn flow_project(
             })?
         }
     };
-    warn(py, truncation)?;
+    warn(py, notices)?;
     Ok(ArrowStream::from_batches(
         columns::projection_schema_with(flow_id),
         batches,
@@ -163,7 +167,7 @@ fn build_table(
     opts: FlowOptions,
 ) -> PyResult<FlowTable> {
     let filter = filter.as_deref();
-    let (table, truncation) = match source {
+    let (table, notices) = match source {
         SourceArg::Files(paths) => {
             let paths = nonempty(paths)?;
             interruptible(py, paths.len() > 1, |stop| {
@@ -172,7 +176,7 @@ fn build_table(
         }
         SourceArg::Device(live) => device_table(py, live, filter, opts)?,
     };
-    warn(py, truncation)?;
+    warn(py, notices)?;
     Ok(table)
 }
 
@@ -181,12 +185,12 @@ fn device_table(
     live: LiveArg,
     filter: Option<&str>,
     opts: FlowOptions,
-) -> PyResult<(FlowTable, Option<Error>)> {
+) -> PyResult<(FlowTable, Notices)> {
     let mut lp = live.open(py, filter)?;
     interruptible(py, false, |stop| {
         let mut table = FlowTable::new(opts);
         Ok(match flows_source(&mut lp, &mut table, stop)? {
-            Walk::Done => Some((table, None)),
+            Walk::Done => Some((table, Notices::default())),
             Walk::Stopped => None,
         })
     })
@@ -290,50 +294,4 @@ pub fn read_batches(
             ArrowStream::lazy(Box::new(RawBatches::new(lp, batch_size)))
         }
     })
-}
-
-/// Text of the 16-byte addresses in `buf` (None where the `valid` byte is 0); `versions`
-/// (one byte per address) marks IPv6 rows whose address is IPv4-mapped, printed as IPv6.
-#[pyfunction]
-#[pyo3(signature = (buf, valid, versions = None))]
-pub fn addresses_to_str<'py>(
-    py: Python<'py>,
-    buf: &[u8],
-    valid: &[u8],
-    versions: Option<&[u8]>,
-) -> PyResult<Bound<'py, PyList>> {
-    if buf.len() != valid.len() * 16 || versions.is_some_and(|v| v.len() != valid.len()) {
-        return Err(PyValueError::new_err(
-            "address buffer, validity and versions differ in length",
-        ));
-    }
-    // Format every address into one buffer with the GIL released, then make the strings.
-    let (text, ends): (String, Vec<Option<usize>>) = py.detach(|| {
-        let mut text = String::with_capacity(valid.len() * 16);
-        let ends = valid
-            .iter()
-            .enumerate()
-            .map(|(i, ok)| {
-                (*ok != 0).then(|| {
-                    let a: [u8; 16] = buf[i * 16..i * 16 + 16].try_into().expect("16 bytes");
-                    let version = column_version(&a, versions.map(|v| v[i]));
-                    write_addr(&mut text, version, &a);
-                    text.len()
-                })
-            })
-            .collect();
-        (text, ends)
-    });
-    let out = PyList::empty(py);
-    let mut start = 0;
-    for end in ends {
-        match end {
-            Some(e) => {
-                out.append(PyString::new(py, &text[start..e]))?;
-                start = e;
-            }
-            None => out.append(py.None())?,
-        }
-    }
-    Ok(out)
 }

@@ -13,6 +13,7 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
+use super::error::warn_oversized;
 use crate::error::Result;
 use crate::flow::{columns, Pull, RawBatches};
 use crate::source::PacketSource;
@@ -28,6 +29,9 @@ pub trait PullBatches: Send {
     /// A source error, after the rows read before it.
     fn pull(&mut self) -> Result<Pull>;
 
+    /// The warning about records read whole although longer than their snaplen, once.
+    fn take_oversized(&mut self) -> Option<String>;
+
     /// The rest of the batches as an Arrow reader (for the C stream export).
     fn into_reader(self: Box<Self>) -> BoxedReader;
 }
@@ -35,6 +39,10 @@ pub trait PullBatches: Send {
 impl<S: PacketSource + 'static> PullBatches for RawBatches<S> {
     fn pull(&mut self) -> Result<Pull> {
         RawBatches::pull(self)
+    }
+
+    fn take_oversized(&mut self) -> Option<String> {
+        RawBatches::take_oversized(self)
     }
 
     fn into_reader(self: Box<Self>) -> BoxedReader {
@@ -156,6 +164,12 @@ impl ArrowStream {
         };
         let out = to_pyarrow(py, self.schema.clone(), batch)?;
         if let Some(Content::Raw(raw)) = guard.as_mut() {
+            if let Some(m) = raw.batches.take_oversized() {
+                if let Err(e) = warn_oversized(py, &m, 1) {
+                    raw.ready = Some(out);
+                    return Err(e);
+                }
+            }
             // A signal that arrived while the batch was read: raise now, keep the batch.
             if let Err(e) = py.check_signals() {
                 raw.ready = Some(out);

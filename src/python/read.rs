@@ -12,7 +12,7 @@ use super::convert::options::{parse_limit, SourceArg};
 use super::convert::packet::MappedFile;
 use super::convert::stats::{pcap_dict, stats_dict};
 use super::convert::{generic_alias, to_python, to_python_mapped, DecodeMode};
-use super::error::{consumer_failure, warn_truncated};
+use super::error::{consumer_failure, warn_oversized, warn_truncated};
 use super::gil::{interruptible, PyHost, SIGNAL_CHECK_EVERY};
 use super::hooks::{call_hook, report_error};
 use crate::flow::{for_each_packet, Walk};
@@ -83,6 +83,9 @@ impl Reader {
                 let (obj, decode_error) = converted?;
                 if decode_error {
                     lp.count_decode_error();
+                }
+                if let Some(m) = lp.take_oversized() {
+                    warn_oversized(py, &m, 1)?;
                 }
                 Ok(Some(obj))
             }
@@ -302,7 +305,7 @@ pub fn reduce<'py>(
             (outcome, ended)
         }
     };
-    let (stats, truncation) = lp_end;
+    let (stats, truncation, oversized) = lp_end;
     if let Some(p) = stats.pcap {
         call_hook(py, &on_stats, pcap_dict(py, p)?.into_any(), &on_error);
     }
@@ -318,6 +321,9 @@ pub fn reduce<'py>(
             }
         }
     }
+    if let Some(m) = oversized {
+        warn_oversized(py, &m, 2)?;
+    }
     if let Some(t) = truncation {
         warn_truncated(py, &t, &read_before(stats.processed), 2)?;
     }
@@ -325,17 +331,19 @@ pub fn reduce<'py>(
 }
 
 /// Record how a fold ended, close the pass (the device's counters are read, the handle
-/// closed): the final statistics and a truncation to warn about.
+/// closed): the final statistics, a truncation and records longer than their snaplen to
+/// warn about.
 fn end<S: PacketSource>(
     py: Python<'_>,
     mut lp: SourceLoop<S>,
     outcome: &Result<(), Folded<PyErr>>,
-) -> (Stats, Option<crate::error::Error>) {
+) -> (Stats, Option<crate::error::Error>, Option<String>) {
     if let Err(Folded::Consumer(e)) = outcome {
         lp.fail(consumer_failure(py, e, e.value(py).to_string()));
     }
     let truncation = lp.take_truncation();
-    (lp.close(), truncation)
+    let oversized = lp.take_oversized();
+    (lp.close(), truncation, oversized)
 }
 
 /// The native loop probe: count packets and captured bytes of a file (after `filter`),

@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use crate::capture::{Handle, LiveOptions};
 use crate::error::Result;
-use crate::pcap::FileReader;
+use crate::pcap::{FileReader, Oversized};
 
 pub use progress::Progress;
 pub use run::{
@@ -164,6 +164,18 @@ pub trait PacketSource: Send {
         None
     }
 
+    /// Whether a record longer than its snaplen is an error (`true`) or read whole and
+    /// counted (files; a device has no such records).
+    fn set_strict(&mut self, strict: bool) {
+        let _ = strict;
+    }
+
+    /// The records read whole although longer than their snaplen (files); `None` for a
+    /// source that has no such rule.
+    fn oversized(&self) -> Option<&Oversized> {
+        None
+    }
+
     /// Filter the packets `fetch` returns with the BPF expression `expr`: a live handle
     /// compiles it into the kernel (`pcap_setfilter`), a file runs it on each record
     /// (`pcap_offline_filter`) and returns [`Fetch::Idle`] after
@@ -196,6 +208,12 @@ impl<S: PacketSource + ?Sized> PacketSource for Box<S> {
     }
     fn progress(&self) -> Option<(u64, u64)> {
         (**self).progress()
+    }
+    fn set_strict(&mut self, strict: bool) {
+        (**self).set_strict(strict)
+    }
+    fn oversized(&self) -> Option<&Oversized> {
+        (**self).oversized()
     }
     fn install_filter(&mut self, expr: &str) -> Result<()> {
         (**self).install_filter(expr)

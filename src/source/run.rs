@@ -136,6 +136,8 @@ struct Status {
     truncated: bool,
     /// The truncation not yet reported to the consumer (a warning, in Python).
     truncation: Option<Error>,
+    /// Whether the records read whole although longer than their snaplen were reported.
+    oversized_reported: bool,
     bytes: u64,
     decode_errors: u64,
     pcap: Option<PcapCounters>,
@@ -218,6 +220,7 @@ impl<S: PacketSource> SourceLoop<S> {
                 error: None,
                 truncated: false,
                 truncation: None,
+                oversized_reported: false,
                 bytes: 0,
                 decode_errors: 0,
                 pcap: None,
@@ -231,9 +234,11 @@ impl<S: PacketSource> SourceLoop<S> {
         })
     }
 
-    /// With `strict`, a truncated last record fails the pass instead of ending it.
+    /// With `strict`, a truncated last record fails the pass instead of ending it, and a
+    /// record longer than its snaplen is an error instead of being read whole.
     pub fn strict(mut self, strict: bool) -> Self {
         self.strict = strict;
+        self.source.set_strict(strict);
         self
     }
 
@@ -409,6 +414,26 @@ impl<S: PacketSource> SourceLoop<S> {
         self.status.truncation.take()
     }
 
+    /// The warning about records read whole although longer than their snaplen, once per
+    /// pass, as soon as the source has read one: the consumer reports it (a warning).
+    #[inline]
+    pub fn take_oversized(&mut self) -> Option<String> {
+        if self.status.oversized_reported || self.source.oversized().is_none_or(|o| o.count == 0) {
+            return None;
+        }
+        self.take_oversized_now()
+    }
+
+    #[cold]
+    fn take_oversized_now(&mut self) -> Option<String> {
+        let SourceInfo::Path(path) = &self.info else {
+            return None;
+        };
+        let message = self.source.oversized()?.message(path)?;
+        self.status.oversized_reported = true;
+        Some(message)
+    }
+
     /// Whether the pass has ended.
     pub fn has_ended(&self) -> bool {
         self.status.ended.is_some()
@@ -455,6 +480,7 @@ impl<S: PacketSource> SourceLoop<S> {
             stop_reason: st.stop_reason,
             error: st.error.clone(),
             truncated: st.truncated,
+            oversized_records: self.source.oversized().map(|o| o.count),
         }
     }
 

@@ -78,8 +78,10 @@ def _c_peer_binary(names: list[str], output: Path) -> str | None:
 
 
 def run_live(opts: Options, env: dict[str, Any], console: Console,
-             worker_cmd: LiveWorkerCommand | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Every rate x live scenario in its own worker process; rate-major order.
+             worker_cmd: LiveWorkerCommand | None = None,
+             results: list[dict[str, Any]] | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Every rate x live scenario in its own worker process; rate-major order. Each finished
+    step is appended to `results` (a new list by default).
 
     Returns the live results and the sweep's setup block (the sink, the C peer binary).
     """
@@ -89,7 +91,7 @@ def run_live(opts: Options, env: dict[str, Any], console: Console,
         sink = Sink(opts.port, mode=opts.sink, external=opts.source == "external")
     except SinkError as exc:
         raise RunFailed(str(exc)) from None
-    results = []
+    results = [] if results is None else results
     total = len(opts.rates) * len(names)
     step = 0
     cpus = os.cpu_count()

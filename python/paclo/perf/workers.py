@@ -79,8 +79,13 @@ def run_worker(
     finally:
         timer.cancel()
         if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+            # Interrupted (Ctrl-C) or failing: ask the worker to stop, then insist.
+            proc.terminate()
+            try:
+                proc.wait(timeout=config.WORKER_STOP_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
     if timed_out.is_set():
         raise RunFailed(f"performance worker timed out after {timeout_s:g} s: {label}\ncommand: {' '.join(cmd)}")
     stderr = "".join(line for line in err_lines if not line.startswith("[worker] ") or "failed" in line)

@@ -2,7 +2,7 @@
 //!
 //! Every read, reduce and capture reports [`Stats`] as
 //! `{schema_version, state, source, timing, packets, bytes, queue, pcap, stop_reason, error,
-//! truncated}`; `packets` has `enqueued` and `delivered` when there is a queue. A fan-out
+//! truncated, oversized_records}`; `packets` has `enqueued` and `delivered` when there is a queue. A fan-out
 //! reports [`FanOutStats`] from the same parts (timing, queue counters, errors).
 
 use pyo3::prelude::*;
@@ -106,6 +106,7 @@ pub fn stats_dict<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py, PyDict
     d.set_item("stop_reason", s.stop_reason.map(|r| r.as_str()))?;
     d.set_item("error", error_obj(py, s.error.as_ref())?)?;
     d.set_item("truncated", s.truncated)?;
+    d.set_item("oversized_records", s.oversized_records)?;
     Ok(d)
 }
 

@@ -224,6 +224,8 @@ fn link_fields(m: &Map<'_>, k: &Strings, link: &Link<'_>) -> PyResult<()> {
         K::Raw => &k.v_raw,
         K::LinuxSll => &k.v_linux_sll,
         K::LinuxSll2 => &k.v_linux_sll2,
+        K::RawIpv4 => &k.v_raw_ipv4,
+        K::RawIpv6 => &k.v_raw_ipv6,
         K::Null => &k.v_null,
         K::Loop => &k.v_loop,
     };
