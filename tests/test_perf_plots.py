@@ -105,7 +105,12 @@ def test_throughput_one_figure_per_case_with_peers_and_c_loop_ratios(quick):
         assert len(markers(ax)) == len(SCENARIOS)
         colors = [line.get_color() for line in markers(ax)]
         assert colors[:2] == ["C0", "C0"] and colors[2:] == ["0.45", "0.45"]  # peers in grey
-        assert ax.get_xscale() == "log"  # C loop vs dpkt spans more than a decade
+        # Log scale exactly when the measured medians span a decade (C loop vs dpkt usually
+        # does; a loaded machine can narrow it) and no whisker reaches zero.
+        medians = [m.get_xdata()[0] for m in markers(ax)]
+        lows = [min(w.get_xdata()) for w in whiskers(ax)]
+        spans = max(medians) / min(medians) >= 10 and all(low > 0 for low in lows)
+        assert ax.get_xscale() == ("log" if spans else "linear"), medians
         notes = texts(ax)
         assert len(notes) == len(SCENARIOS) and all(n.endswith("x C loop") for n in notes)
         assert notes[SCENARIOS.index("peer-c-pcap-next-ex")] == "1.00x C loop"

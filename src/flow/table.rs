@@ -818,7 +818,7 @@ fn basic_columns(rows: &[(FlowTuple, Row)], opts: FlowOptions) -> Vec<ArrayRef> 
         col(&|s| s.bytes),
         ts(&|s| s.first_ts_ns),
         ts(&|s| s.last_ts_ns),
-        ts(&|s| s.last_ts_ns - s.first_ts_ns),
+        ts(&|s| s.last_ts_ns.saturating_sub(s.first_ts_ns)),
         prim::<UInt8Type>(
             rows.iter().map(|r| r.1.flow.stats.tcp_flags).collect(),
             Some(validity(n, |i| rows[i].1.flow.stats.has_tcp_flags)),

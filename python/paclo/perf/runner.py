@@ -263,6 +263,7 @@ def run(opts: Options, *, datasets: Datasets | None = None, worker_cmd: OfflineW
     total, announce = plan(opts, datasets)
     for line in announce:
         console.log(line)
+    console.start(total)
     env = environment.collect(["python", "-m", "paclo.perf", *opts.argv])
     output = Path(opts.output)
     # Filled step by step, so that an interrupted run still writes the steps that finished.
@@ -343,17 +344,14 @@ def run_offline(opts: Options, env: dict[str, Any], console: Console, *, dataset
     from . import peers as peer_mod
 
     results = [] if results is None else results
-    total = len(config.CASES) * len(scenarios)
-    step = 0
     for case in config.CASES:
         path = output / "datasets" / config.dataset_name(opts.profile, case, opts.packets)
         prepare_dataset(datasets, path, case, count, console.log)
         for scenario in scenarios:
-            step += 1
             label = f"{case} {scenario}"
             n = config.scenario_count(scenario, count)
             expected_bytes = datasets.expected_bytes(case, n)
-            prefix = f"[perf] [{step}/{total}] offline {label}"
+            prefix = f"offline {label}"
             console.progress(prefix)
             cmd = worker_cmd(scenario, str(path), n, opts.warmups, opts.runs, binary)
             doc = run_worker(cmd, label, console.progress_of(prefix))
@@ -387,4 +385,5 @@ def run_offline(opts: Options, env: dict[str, Any], console: Console, *, dataset
                     note = note.format(n=f"{n:,}") if n < count else note.split("; reads only")[0]
                 result["note"] = note
             results.append(result)
+            console.advance()
     return results
