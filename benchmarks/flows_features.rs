@@ -90,6 +90,7 @@ fn main() {
         splt: 10,
         mac: true,
         app: true,
+        ..Default::default()
     };
     type Variant = (&'static str, Box<dyn Fn() -> u64>);
     let p = path.clone();

@@ -202,7 +202,10 @@ def flows(
     ``features`` adds column groups: ``"statistical"`` (packet size and inter-arrival
     statistics, per-flag counts), ``"splt"`` (the first ``splt`` packets' sizes,
     directions and gaps), ``"mac"``, ``"app"`` (application protocol, server name, user
-    agent, ALPN), or ``"all"``; a name or a list. ``max_flows`` bounds the live flows: a
+    agent, ALPN), ``"all"`` (those four), ``"fingerprints"`` (the first ``ja4``, ``ja4s``,
+    ``ja4h``, ``ja4t``, ``ja4ts``, ``ja4l_c``, ``ja4l_s``, ``ja4ssh``, ``ja4x`` of each
+    flow; JA4+ methods are FoxIO-licensed and computed only when named), or one of those
+    column names; a name or a list. ``max_flows`` bounds the live flows: a
     new flow beyond it evicts the least recently active one (``expiration_reason``
     ``"evicted"``, counted in the schema metadata ``paclo.flows_evicted``).
     ``flow_id=True`` adds a first column ``flow_id``: the flow's number in the order flows

@@ -19,8 +19,10 @@ use arrow_buffer::{Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field};
 
 use super::app::AppHints;
+use super::fingerprints::{self, FlowFingerprints};
 use crate::decode::fastpath::{linktype, FlowFields};
 use crate::error::{Error, Result};
+use crate::fingerprint::{Method, Methods};
 use crate::source::RawPacket;
 
 /// Which built-in feature groups a table computes.
@@ -34,10 +36,21 @@ pub struct FeatureSpec {
     pub mac: bool,
     /// Application protocol by payload signature, server name, user agent, ALPN.
     pub app: bool,
+    /// The fingerprint columns (methods of [`super::fingerprints::COLUMNS`]; none: off).
+    pub fingerprints: Methods,
 }
 
-/// The names `features=` accepts, in the order of their columns.
-pub const FEATURE_NAMES: [&str; 6] = ["basic", "statistical", "splt", "mac", "app", "all"];
+/// The names `features=` accepts, in the order of their columns; each fingerprint
+/// column's name (`"ja4"`, `"ja4s"`, ...) asks for that column alone.
+pub const FEATURE_NAMES: [&str; 7] = [
+    "basic",
+    "statistical",
+    "splt",
+    "mac",
+    "app",
+    "fingerprints",
+    "all",
+];
 
 impl FeatureSpec {
     /// No group: the basic table.
@@ -45,8 +58,10 @@ impl FeatureSpec {
         *self == FeatureSpec::default()
     }
 
-    /// The groups `names` ask for (see [`FEATURE_NAMES`]; `"all"` is every built-in group,
-    /// `"basic"` adds nothing); `splt` is the number of packets of `"splt"` (1-65535).
+    /// The groups `names` ask for (see [`FEATURE_NAMES`]; `"all"` is statistical, splt,
+    /// mac and app, `"basic"` adds nothing, `"fingerprints"` every fingerprint column: JA4+
+    /// methods are named, never implied); `splt` is the number of packets of `"splt"`
+    /// (1-65535).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] naming an unknown feature, or a bad `splt`.
@@ -65,19 +80,24 @@ impl FeatureSpec {
                 "mac" => spec.mac = true,
                 "app" => spec.app = true,
                 "all" => {
-                    spec = FeatureSpec {
-                        statistical: true,
-                        splt,
-                        mac: true,
-                        app: true,
+                    spec.statistical = true;
+                    spec.splt = splt;
+                    spec.mac = true;
+                    spec.app = true;
+                }
+                "fingerprints" => spec.fingerprints = fingerprints::ALL,
+                other => match Method::from_name(other).filter(|m| fingerprints::ALL.has(*m)) {
+                    Some(m) => spec.fingerprints = spec.fingerprints.with(m),
+                    None => {
+                        return Err(Error::InvalidArgument(format!(
+                            "features must name {} or a fingerprint column ({}), not '{other}'",
+                            FEATURE_NAMES.map(|n| format!("'{n}'")).join(", "),
+                            fingerprints::COLUMNS
+                                .map(|m| format!("'{}'", m.name()))
+                                .join(", ")
+                        )))
                     }
-                }
-                other => {
-                    return Err(Error::InvalidArgument(format!(
-                        "features must name {}, not '{other}'",
-                        FEATURE_NAMES.map(|n| format!("'{n}'")).join(", ")
-                    )))
-                }
+                },
             }
         }
         Ok(spec)
@@ -118,6 +138,9 @@ pub trait FeatureGroup: Send {
     fn open(&mut self, slot: usize);
     /// One packet of the flow in `slot`.
     fn packet(&mut self, slot: usize, p: &PacketView<'_>);
+    /// The flow in `slot` ended (expired, evicted, or the input ended); its row is
+    /// written later.
+    fn close(&mut self, _slot: usize) {}
     /// Append the group's columns for the flows in `slots`, in that order.
     fn columns(&self, slots: &[u32], out: &mut Vec<ArrayRef>);
 }
@@ -148,6 +171,9 @@ impl FeatureStore {
         }
         if spec.app {
             s.add_group(Box::new(AppHints::default()));
+        }
+        if !spec.fingerprints.is_empty() {
+            s.add_group(Box::new(FlowFingerprints::new(spec.fingerprints)));
         }
         s
     }
@@ -180,6 +206,15 @@ impl FeatureStore {
     pub fn packet(&mut self, slot: u32, p: &PacketView<'_>) {
         for g in &mut self.groups {
             g.packet(slot as usize, p);
+        }
+    }
+
+    /// The flow in `slot` ended.
+    pub fn close(&mut self, slot: u32) {
+        if slot != NO_SLOT {
+            for g in &mut self.groups {
+                g.close(slot as usize);
+            }
         }
     }
 

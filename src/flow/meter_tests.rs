@@ -78,7 +78,7 @@ impl PacketSource for Packets {
     in_memory_source!();
 }
 
-fn run(list: &[(i64, u32, Vec<u8>)], opts: FlowOptions) -> RecordBatch {
+pub(super) fn run(list: &[(i64, u32, Vec<u8>)], opts: FlowOptions) -> RecordBatch {
     let mut t = FlowTable::new(opts);
     flows_source(&mut Packets::file(list), &mut t, &never).unwrap();
     t.to_batch()
@@ -448,12 +448,14 @@ fn by_id(batches: &[RecordBatch]) -> Vec<Vec<String>> {
     rows.into_iter().map(|r| r.1).collect()
 }
 
+/// Every feature group, the fingerprint columns too.
 fn all_features() -> FeatureSpec {
     FeatureSpec {
         statistical: true,
         splt: 10,
         mac: true,
         app: true,
+        fingerprints: fingerprints::ALL,
     }
 }
 
@@ -722,9 +724,27 @@ fn feature_names_parse_and_bad_ones_are_named() {
         FeatureSpec::parse(&["all"], 3).unwrap(),
         FeatureSpec {
             splt: 3,
+            fingerprints: crate::fingerprint::Methods::NONE,
             ..all_features()
         }
     );
+    assert_eq!(
+        FeatureSpec::parse(&["all", "fingerprints"], 3).unwrap(),
+        FeatureSpec {
+            splt: 3,
+            ..all_features()
+        }
+    );
+    let ja4 = FeatureSpec::parse(&["ja4", "ja4x", "basic"], 3).unwrap();
+    assert_eq!(
+        ja4.fingerprints,
+        crate::fingerprint::Methods::NONE
+            .with(crate::fingerprint::Method::Ja4)
+            .with(crate::fingerprint::Method::Ja4X)
+    );
+    // Methods without a flow column are not feature names.
+    let e = FeatureSpec::parse(&["ja4d"], 3).unwrap_err().to_string();
+    assert!(e.contains("'ja4ssh'") && e.contains("not 'ja4d'"), "{e}");
     let e = FeatureSpec::parse(&["stats"], 10).unwrap_err().to_string();
     assert!(
         e.contains("'statistical'") && e.contains("not 'stats'"),

@@ -11,6 +11,7 @@
 pub mod app;
 pub mod columns;
 pub mod features;
+pub mod fingerprints;
 pub mod stream;
 pub mod table;
 pub mod text;
@@ -417,6 +418,8 @@ impl<S: PacketSource> arrow_array::RecordBatchReader for RawBatches<S> {
 
 #[cfg(test)]
 mod agreement_tests;
+#[cfg(test)]
+mod fingerprint_tests;
 #[cfg(test)]
 mod meter_tests;
 #[cfg(test)]

@@ -481,6 +481,7 @@ impl FlowTable {
                 };
                 if let Some(reason) = reason {
                     let old = std::mem::replace(flow, start());
+                    features.close(old.slot);
                     expired.push(Row {
                         key,
                         flow: old,
@@ -519,6 +520,7 @@ impl FlowTable {
             let deadline = flow.stats.last_ts_ns.saturating_add(idle);
             if deadline <= now {
                 if let Some(flow) = self.map.remove(&d.key) {
+                    self.features.close(flow.slot);
                     self.expired.push(Row {
                         key: d.key,
                         flow,
@@ -545,6 +547,7 @@ impl FlowTable {
                 continue;
             }
             if let Some(flow) = self.map.remove(&d.key) {
+                self.features.close(flow.slot);
                 self.expired.push(Row {
                     key: d.key,
                     flow,
@@ -599,6 +602,9 @@ impl FlowTable {
             })
             .collect();
         live.sort_unstable_by_key(|r| r.flow.id);
+        for r in &live {
+            self.features.close(r.flow.slot);
+        }
         self.expired.extend(live);
         self.due.clear();
     }
