@@ -156,9 +156,9 @@ class TlsServer:
 
     def __init__(self, tmp: Path) -> None:
         key, cert = tmp / "key.pem", tmp / "cert.pem"
+        argv = ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert]
         subprocess.run(
-            ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert]
-            + ["-days", "1", "-subj", "/CN=paclo.example"],
+            [*argv, "-days", "1", "-subj", "/CN=paclo.example"],
             check=True,
             capture_output=True,
             timeout=60,
@@ -210,10 +210,12 @@ def test_fingerprint_columns_on_real_handshakes(tmp_path):
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
         ctx.set_alpn_protocols(["h2", "http/1.1"])
-        with socket.create_connection(("127.0.0.1", tls.port), timeout=5) as raw:
-            with ctx.wrap_socket(raw, server_hostname="sni.paclo.example") as s:
-                assert s.version() == "TLSv1.2"
-                s.sendall(b"bye")
+        with (
+            socket.create_connection(("127.0.0.1", tls.port), timeout=5) as raw,
+            ctx.wrap_socket(raw, server_hostname="sni.paclo.example") as s,
+        ):
+            assert s.version() == "TLSv1.2"
+            s.sendall(b"bye")
         req = urllib.request.Request(
             f"http://127.0.0.1:{ports['http']}/x", headers={"User-Agent": "paclo-test/1.0", "X-Test": "1"}
         )
