@@ -227,7 +227,7 @@ def test_non_ip_packets_have_no_flow_id(tmp_path):
 
 def test_bad_feature_options_are_named(capture):
     path, _ = capture
-    with pytest.raises(ValueError, match=r"features must name 'basic', 'statistical', .*'all', not 'stats'"):
+    with pytest.raises(ValueError, match=r"features must name 'basic', 'statistical', .*'all' or a fingerprint column \('ja4', .*'ja4x'\), not 'stats'"):
         paclo.flows(path, features=["stats"])
     with pytest.raises(TypeError, match="features must be"):
         paclo.flows(path, features=7)
