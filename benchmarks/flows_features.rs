@@ -2,7 +2,7 @@
 //!
 //! `cargo bench --bench flows_features -- FILE.pcap [ROUNDS]` reads the file once into
 //! the page cache, then runs every variant once per round, interleaved (walk, basic,
-//! bidirectional, statistical, splt=10, mac, app, all, and the streaming meter with
+//! bidirectional, statistical, splt=10, mac, app, all, fingerprints, and the streaming meter with
 //! timeouts), and prints per variant the median ns/packet with the spread (min-max) over
 //! the rounds, and the difference of the median to the basic table: in wall-clock time and
 //! in the thread's CPU time (the steadier one on a shared machine).
@@ -95,7 +95,7 @@ fn main() {
     type Variant = (&'static str, Box<dyn Fn() -> u64>);
     let p = path.clone();
     let mut variants: Vec<Variant> = vec![("walk", Box::new(move || walk(&p)))];
-    let cases: [(&'static str, FlowOptions, bool); 9] = [
+    let cases: [(&'static str, FlowOptions, bool); 10] = [
         ("flows basic", base, false),
         ("flows bidirectional", bi, false),
         ("+ statistical", with(stat), false),
@@ -124,6 +124,14 @@ fn main() {
             false,
         ),
         ("+ all", with(all), false),
+        (
+            "+ fingerprints",
+            with(FeatureSpec {
+                fingerprints: paclo::flow::fingerprints::ALL,
+                ..Default::default()
+            }),
+            false,
+        ),
         (
             "meter: timeouts, basic",
             FlowOptions {
