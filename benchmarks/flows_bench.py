@@ -1,150 +1,267 @@
-"""paclo.project and paclo.flows against dpkt and nfstream on the same file, in one run.
+"""paclo's projection, flow tables and flow meter beside a C mmap record walk, dpkt and
+nfstream, on the same files, in one run.
 
-    python benchmarks/flows_bench.py [--count 1000000] [--case udp-64] [--repeat 2] [--peers dpkt,nfstream]
+    python benchmarks/flows_bench.py [--count 1000000] [--datasets udp-64,mix] [--rounds 5]
+                                     [--peer-rounds 2] [--peers dpkt,nfstream] [--keep DIR]
 
-Builds a release extension first (``maturin develop --release``). Each paclo figure is the
-best of ``--repeat`` runs; peers run once (they are 50-500x slower). Every line carries its
-correctness check: paclo's rows and flow counters against the generator's count, dpkt's
-columns against paclo's, nfstream's flow table against paclo's.
+Needs a release build (``maturin develop --release``) and, for the peers, dpkt and nfstream
+6.x. Datasets: ``udp-64`` (``paclo.perf.datasets``, one flow) and ``mix``
+(``benchmarks/realistic_mix.py``: many short DNS, TLS, HTTP, QUIC, NTP and SSH flows).
+
+Every measurement runs in its own process (so its peak RSS is its own: ``ru_maxrss`` of
+the process and of the children it waited for, which covers nfstream's meter process),
+after an untimed warm-up of pyarrow on a tiny file; the file is in the page cache. Rounds
+are interleaved (walk, each paclo variant, each peer, then again), and each line shows the
+median ns/packet with the spread (min-max) over the rounds. Each line carries its check:
+packets counted against the file, flows against the matching paclo table.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
+import resource
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
 
-import pyarrow as pa
-import pyarrow.compute as pc
+HERE = os.path.dirname(os.path.abspath(__file__))
 
-import paclo
+# paclo variants: (name, flows() options). "meter" variants use nfstream's default
+# timeouts (120 s idle, 1800 s active) and bidirectional flows, as nfstream does.
+METER = {"bidirectional": True, "idle_timeout": 120, "active_timeout": 1800}
+PACLO = [
+    ("paclo flows basic", {}),
+    ("paclo flows bidirectional", {"bidirectional": True}),
+    ("paclo flows + statistical", {"bidirectional": True, "features": "statistical"}),
+    ("paclo meter basic", METER),
+    ("paclo meter statistical", {**METER, "features": "statistical"}),
+    ("paclo meter splt=10", {**METER, "features": "splt", "splt": 10}),
+    ("paclo meter app", {**METER, "features": "app"}),
+    ("paclo meter all", {**METER, "features": "all"}),
+    ("paclo flow_stream all", {**METER, "features": "all", "stream": True}),
+]
+# nfstream with the matching options, one meter process (one core), iterated.
+NFSTREAM = [
+    ("nfstream basic", {"statistical_analysis": False, "splt_analysis": 0, "n_dissections": 0}, "paclo meter basic"),
+    ("nfstream statistical", {"statistical_analysis": True, "splt_analysis": 0, "n_dissections": 0}, "paclo meter statistical"),
+    ("nfstream splt=10", {"statistical_analysis": False, "splt_analysis": 10, "n_dissections": 0}, "paclo meter splt=10"),
+    ("nfstream app (nDPI, 20 packets)", {"statistical_analysis": False, "splt_analysis": 0, "n_dissections": 20}, "paclo meter app"),
+    ("nfstream all", {"statistical_analysis": True, "splt_analysis": 10, "n_dissections": 20}, "paclo meter all"),
+]
 
 
-def _generate(case: str, count: int, path: str) -> None:
-    from paclo.perf import datasets
+def _maxrss_kb() -> int:
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return max(own, kids)
 
-    datasets.generate(case, count, path)
 
+def child(spec: dict) -> dict:
+    """One timed measurement in this process."""
+    path = spec["path"]
+    kind = spec["kind"]
+    if kind == "paclo":
+        import pyarrow.compute as pc
 
-def _best(fn, repeat: int):
-    best, out = float("inf"), None
-    for _ in range(repeat):
+        import paclo
+
+        opts = dict(spec["options"])
+        stream = opts.pop("stream", False)
+        paclo.flows(spec["warm"], **opts)  # pyarrow's first stream import costs ~0.5 s once
         t = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t)
-    return best, out
+        if stream:
+            rows = packets = 0
+            for b in paclo.flow_stream(path, **opts):
+                rows += b.num_rows
+                packets += pc.sum(b.column("packets")).as_py()
+        else:
+            table = paclo.flows(path, **opts)
+            rows, packets = table.num_rows, pc.sum(table.column("packets")).as_py()
+        wall = time.perf_counter() - t
+        detected = None
+        if not stream and "application_protocol" in table.column_names:
+            detected = table.num_rows - pc.sum(pc.equal(table.column("application_protocol"), "unknown")).as_py()
+        return {"wall": wall, "flows": rows, "packets": packets, "rss_kb": _maxrss_kb(), "detected": detected}
+    if kind == "nfstream":
+        from nfstream import NFStreamer
+
+        t = time.perf_counter()
+        rows = packets = detected = 0
+        for f in NFStreamer(source=path, n_meters=1, idle_timeout=120, active_timeout=1800, **spec["options"]):
+            rows += 1
+            packets += f.bidirectional_packets
+            if spec["options"]["n_dissections"] and f.application_name != "Unknown":
+                detected += 1
+        wall = time.perf_counter() - t
+        return {"wall": wall, "flows": rows, "packets": packets, "rss_kb": _maxrss_kb(),
+                "detected": detected if spec["options"]["n_dissections"] else None}
+    if kind == "project":
+        import paclo
+
+        paclo.project(spec["warm"])
+        t = time.perf_counter()
+        table = paclo.project(path)
+        wall = time.perf_counter() - t
+        return {"wall": wall, "packets": table.num_rows, "rss_kb": _maxrss_kb(), "detected": None}
+    if kind == "dpkt":
+        # The projection's columns built with dpkt, as a user would without paclo.
+        import dpkt
+        import pyarrow as pa
+
+        t = time.perf_counter()
+        cols: dict[str, list] = {k: [] for k in ("ts", "len", "ipv", "proto", "src", "dst", "sport", "dport")}
+        mapped = b"\x00" * 10 + b"\xff\xff"
+        with open(path, "rb") as f:
+            for ts, buf in dpkt.pcap.Reader(f):
+                cols["ts"].append(int(round(ts * 1e9)))
+                cols["len"].append(len(buf))
+                ip = dpkt.ethernet.Ethernet(buf).data
+                if isinstance(ip, dpkt.ip.IP):
+                    cols["ipv"].append(4), cols["proto"].append(ip.p)
+                    cols["src"].append(mapped + ip.src), cols["dst"].append(mapped + ip.dst)
+                elif isinstance(ip, dpkt.ip6.IP6):
+                    cols["ipv"].append(6), cols["proto"].append(ip.nxt)
+                    cols["src"].append(ip.src), cols["dst"].append(ip.dst)
+                else:
+                    for k in ("ipv", "proto", "src", "dst", "sport", "dport"):
+                        cols[k].append(None)
+                    continue
+                l4 = ip.data
+                ok = isinstance(l4, (dpkt.udp.UDP, dpkt.tcp.TCP))
+                cols["sport"].append(l4.sport if ok else None)
+                cols["dport"].append(l4.dport if ok else None)
+        table = pa.table({"ts_ns": pa.array(cols["ts"], pa.int64()), "len": pa.array(cols["len"], pa.uint32()),
+                          "ip_version": pa.array(cols["ipv"], pa.uint8()), "protocol": pa.array(cols["proto"], pa.uint8()),
+                          "src_ip": pa.array(cols["src"], pa.binary(16)), "dst_ip": pa.array(cols["dst"], pa.binary(16)),
+                          "src_port": pa.array(cols["sport"], pa.uint16()), "dst_port": pa.array(cols["dport"], pa.uint16())})
+        wall = time.perf_counter() - t
+        return {"wall": wall, "packets": table.num_rows, "rss_kb": _maxrss_kb(), "detected": None}
+    raise ValueError(kind)
 
 
-def dpkt_columns(path: str) -> pa.Table:
-    """The projection's columns built with dpkt, as a user would without paclo."""
-    import dpkt
-
-    ts, caplen, length, ipv, proto, src, dst, sport, dport = ([] for _ in range(9))
-    mapped = b"\x00" * 10 + b"\xff\xff"
-    with open(path, "rb") as f:
-        for t, buf in dpkt.pcap.Reader(f):
-            ts.append(int(round(t * 1e9)))
-            caplen.append(len(buf))
-            length.append(len(buf))
-            eth = dpkt.ethernet.Ethernet(buf)
-            ip = eth.data
-            if isinstance(ip, dpkt.ip.IP):
-                ipv.append(4)
-                proto.append(ip.p)
-                src.append(mapped + ip.src)
-                dst.append(mapped + ip.dst)
-            elif isinstance(ip, dpkt.ip6.IP6):
-                ipv.append(6)
-                proto.append(ip.nxt)
-                src.append(ip.src)
-                dst.append(ip.dst)
-            else:
-                ipv.append(None), proto.append(None), src.append(None), dst.append(None)
-                sport.append(None), dport.append(None)
-                continue
-            l4 = ip.data
-            if isinstance(l4, (dpkt.udp.UDP, dpkt.tcp.TCP)):
-                sport.append(l4.sport)
-                dport.append(l4.dport)
-            else:
-                sport.append(None)
-                dport.append(None)
-    return pa.table({
-        "ts_ns": pa.array(ts, pa.int64()), "caplen": pa.array(caplen, pa.uint32()), "len": pa.array(length, pa.uint32()),
-        "ip_version": pa.array(ipv, pa.uint8()), "protocol": pa.array(proto, pa.uint8()),
-        "src_ip": pa.array(src, pa.binary(16)), "dst_ip": pa.array(dst, pa.binary(16)),
-        "src_port": pa.array(sport, pa.uint16()), "dst_port": pa.array(dport, pa.uint16()),
-    })
+def run_child(spec: dict) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)], capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"{spec['kind']} failed: {out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def nfstream_flows(path: str):
-    from nfstream import NFStreamer
+def walk_binary() -> str:
+    bindir = os.path.join(HERE, "bin")
+    os.makedirs(bindir, exist_ok=True)
+    exe = os.path.join(bindir, "mmap_walk")
+    src = os.path.join(HERE, "mmap_walk.c")
+    if not os.path.exists(exe) or os.path.getmtime(exe) < os.path.getmtime(src):
+        subprocess.run(["cc", "-O2", "-o", exe, src], check=True)
+    return exe
 
-    return NFStreamer(source=path, n_meters=1, statistical_analysis=False, n_dissections=0,
-                      splt_analysis=0, idle_timeout=10**9, active_timeout=10**9).to_pandas()
+
+def walk(exe: str, path: str) -> dict:
+    out = subprocess.run([exe, path, "5"], capture_output=True, text=True, check=True).stdout
+    fields = dict(kv.split("=") for kv in out.split())
+    return {"ns": float(fields["ns_per_packet"]), "packets": int(fields["packets"])}
+
+
+def dataset(name: str, count: int, directory: str) -> str:
+    path = os.path.join(directory, f"{name}-{count}.pcap")
+    if not os.path.exists(path):
+        if name == "mix":
+            sys.path.insert(0, HERE)
+            import realistic_mix
+
+            realistic_mix.generate(path, count)
+        else:
+            from paclo.perf import datasets
+
+            datasets.generate(name, count, path)
+    with open(path, "rb") as f:  # into the page cache
+        while f.read(1 << 24):
+            pass
+    return path
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--count", type=int, default=1_000_000)
-    ap.add_argument("--case", default="udp-64")
-    ap.add_argument("--repeat", type=int, default=2)
-    ap.add_argument("--peers", default="dpkt,nfstream")
-    ap.add_argument("--keep", help="write the dataset here instead of a temporary file")
+    ap.add_argument("--datasets", default="udp-64,mix")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--peer-rounds", type=int, default=2)
+    ap.add_argument("--peers", default="nfstream")
+    ap.add_argument("--only", help="comma-separated variant names to run (default: all)")
+    ap.add_argument("--keep", help="keep the datasets in this directory")
+    ap.add_argument("--json", help="write every measurement here")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    if a.child:
+        print(json.dumps(child(json.loads(a.child))))
+        return 0
+    import paclo
+
     peers = [p for p in a.peers.split(",") if p]
-    n = a.count
     tmp = tempfile.TemporaryDirectory()
-    path = a.keep or os.path.join(tmp.name, f"{a.case}.pcap")
-    if not os.path.exists(path):
-        _generate(a.case, n, path)
-    with open(path, "rb") as f:  # into the page cache
-        while f.read(1 << 24):
-            pass
+    directory = a.keep or tmp.name
+    os.makedirs(directory, exist_ok=True)
+    warm = os.path.join(tmp.name, "warm.pcap")
+    from paclo.perf import datasets
 
-    print(f"# {a.case}, {n} packets, {os.path.getsize(path)} bytes; {platform.machine()} "
-          f"{platform.processor() or ''} {os.cpu_count()} cpus; python {platform.python_version()}; "
-          f"pyarrow {pa.__version__}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
-    print(f"{'what':<34} {'ns/packet':>10}  check")
-
-    # Warm-up: pyarrow's first stream import costs ~0.5 s once per process.
-    small = os.path.join(tmp.name, "warm.pcap")
-    _generate(a.case, 10, small)
-    paclo.project(small), paclo.flows(small)
-
-    from paclo import _paclo
-
-    t, counted = _best(lambda: _paclo.count_packets(path), a.repeat)
-    print(f"{'record walk (count_packets)':<34} {t / n * 1e9:>10.1f}  packets={counted[0]} (the floor)")
-
-    t, proj = _best(lambda: paclo.project(path), a.repeat)
-    ok = proj.num_rows == n and proj.column("src_port").null_count == 0
-    print(f"{'paclo.project':<34} {t / n * 1e9:>10.1f}  rows={proj.num_rows} ok={ok}")
-
-    t, fl = _best(lambda: paclo.flows(path), a.repeat)
-    ok = pc.sum(fl.column("packets")).as_py() == n
-    print(f"{'paclo.flows':<34} {t / n * 1e9:>10.1f}  flows={fl.num_rows} packets_ok={ok}")
-
-    t, flb = _best(lambda: paclo.flows(path, bidirectional=True), a.repeat)
-    ok = pc.sum(flb.column("packets")).as_py() == n
-    print(f"{'paclo.flows(bidirectional=True)':<34} {t / n * 1e9:>10.1f}  flows={flb.num_rows} packets_ok={ok}")
-
-    if "dpkt" in peers:
-        t0 = time.perf_counter()
-        dp = dpkt_columns(path)
-        t = time.perf_counter() - t0
-        same = all(dp.column(c).equals(proj.column(c)) for c in dp.column_names if c != "ts_ns")
-        print(f"{'dpkt -> same columns':<34} {t / n * 1e9:>10.1f}  rows={dp.num_rows} equal_to_paclo={same}")
-
-    if "nfstream" in peers:
-        t0 = time.perf_counter()
-        df = nfstream_flows(path)
-        t = time.perf_counter() - t0
-        same = len(df) == flb.num_rows and int(df["bidirectional_packets"].sum()) == n
-        print(f"{'nfstream flow table (1 meter)':<34} {t / n * 1e9:>10.1f}  flows={len(df)} equal_counts={same}")
+    datasets.generate("udp-64", 10, warm)
+    exe = walk_binary()
+    only = set(a.only.split(",")) if a.only else None
+    load = os.getloadavg()
+    print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {platform.machine()} {os.cpu_count()} cpus; "
+          f"python {platform.python_version()}; paclo {paclo.__version__}; load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
+    print(f"# command: python benchmarks/flows_bench.py {' '.join(argv if argv is not None else sys.argv[1:])}")
+    results = []
+    for name in a.datasets.split(","):
+        path = dataset(name, a.count, directory)
+        n = paclo._paclo.count_packets(path)[0]
+        print(f"\n## {name}: {n} packets, {os.path.getsize(path)} bytes")
+        runs: dict[str, list[dict]] = {}
+        variants = [("paclo project", {"kind": "project", "path": path, "warm": warm})]
+        variants += [(v, {"kind": "paclo", "path": path, "warm": warm, "options": o}) for v, o in PACLO]
+        if "dpkt" in peers:
+            variants.append(("dpkt -> projection columns", {"kind": "dpkt", "path": path}))
+        if "nfstream" in peers:
+            variants += [(v, {"kind": "nfstream", "path": path, "options": o}) for v, o, _ in NFSTREAM]
+        variants = [v for v in variants if only is None or v[0] in only]
+        for r in range(max(a.rounds, a.peer_rounds)):
+            if r < a.rounds:
+                runs.setdefault("C mmap record walk", []).append(walk(exe, path))
+            for v, spec in variants:
+                if r < (a.rounds if spec["kind"] in ("paclo", "project") else a.peer_rounds):
+                    runs.setdefault(v, []).append(run_child(spec))
+        med: dict[str, float] = {}
+        print(f"{'what':<34} {'ns/packet median (min-max)':>28} {'peak RSS MB':>12}  check")
+        for v, rs in runs.items():
+            ns = [x["ns"] if "ns" in x else x["wall"] / n * 1e9 for x in rs]
+            med[v] = statistics.median(ns)
+            rss = max(x.get("rss_kb", 0) for x in rs) / 1024
+            last = rs[-1]
+            check = f"packets={last['packets']}"
+            if "flows" in last:
+                check += f" flows={last['flows']}"
+            if last.get("detected") is not None:
+                check += f" app_detected={last['detected']}"
+            rss_s = f"{rss:12.0f}" if rss else f"{'':>12}"
+            print(f"{v:<34} {med[v]:10.1f} ({min(ns):.1f}-{max(ns):.1f}){'':>5} {rss_s}  {check}")
+            results.append({"dataset": name, "what": v, "ns_per_packet": ns, "peak_rss_mb": rss, "check": check})
+        w = med.get("C mmap record walk")
+        if w and "paclo flows basic" in med:
+            print(f"flows basic / C walk: {med['paclo flows basic'] / w:.2f}x")
+        if "paclo flows + statistical" in med and "paclo flows bidirectional" in med:
+            print(f"statistical adds {med['paclo flows + statistical'] - med['paclo flows bidirectional']:+.1f} ns/packet"
+                  " (bidirectional table, medians)")
+        for v, _, mine in NFSTREAM:
+            if v in med and mine in med:
+                print(f"{v} / {mine}: {med[v] / med[mine]:.0f}x")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"load": load, "results": results}, f, indent=1)
     return 0
 
 

@@ -227,9 +227,11 @@ def _options_fit(h: bytes) -> bool:
     return i == len(h)
 
 
-def ref_flows(packets, bidirectional=False, idle_ns=None, active_ns=None, linktype=1):
-    """Flow rows keyed as the native table: a list of dicts sorted by (first_ts_ns, key)."""
+def ref_flows(packets, bidirectional=False, idle_ns=None, active_ns=None, linktype=1, flow_id=False):
+    """Flow rows keyed as the native table: a list of dicts sorted by (first_ts_ns, key);
+    with ``flow_id``, a first key numbering the flows in the order their first packet came."""
     live: dict = {}
+    next_id = 0
     done = []
     last_capture = None
     for ts, frame, wirelen in packets:
@@ -255,7 +257,9 @@ def ref_flows(packets, bidirectional=False, idle_ns=None, active_ns=None, linkty
                 s = None
         if s is None:
             s = live[key] = {"first_ts_ns": ts, "last_ts_ns": ts, "packets": 0, "bytes": 0, "tcp_flags": None,
-                                 "src2dst_packets": 0, "src2dst_bytes": 0, "dst2src_packets": 0, "dst2src_bytes": 0}
+                                 "src2dst_packets": 0, "src2dst_bytes": 0, "dst2src_packets": 0, "dst2src_bytes": 0,
+                                 "flow_id": next_id}
+            next_id += 1
         s["first_ts_ns"] = min(s["first_ts_ns"], ts)
         s["last_ts_ns"] = max(s["last_ts_ns"], ts)
         s["packets"] += 1
@@ -271,7 +275,8 @@ def ref_flows(packets, bidirectional=False, idle_ns=None, active_ns=None, linkty
     rows = []
     for key, s, reason in done:
         ipv, proto, src, sport, dst, dport, vlan = key
-        row = {"ip_version": ipv, "protocol": proto, "src_ip": src, "dst_ip": dst,
+        row = {"flow_id": s["flow_id"]} if flow_id else {}
+        row |= {"ip_version": ipv, "protocol": proto, "src_ip": src, "dst_ip": dst,
                    "src_port": None if sport == -1 else sport, "dst_port": None if dport == -1 else dport,
                    "vlan_id": vlan, "packets": s["packets"], "bytes": s["bytes"], "first_ts_ns": s["first_ts_ns"],
                    "last_ts_ns": s["last_ts_ns"], "duration_ns": s["last_ts_ns"] - s["first_ts_ns"],

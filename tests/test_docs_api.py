@@ -12,7 +12,7 @@ import pytest
 import paclo
 
 API = Path(__file__).resolve().parents[1] / "docs" / "api.md"
-FUNCTIONS = ("read", "capture", "reduce", "project", "flows", "flow_topn", "read_batches", "write_pcap", "fan_out",
+FUNCTIONS = ("read", "capture", "reduce", "project", "flows", "flow_stream", "flow_topn", "read_batches", "write_pcap", "fan_out",
              "analysis_view", "to_pandas", "to_polars", "ip_to_str", "ip_to_bytes", "ip_range")
 
 

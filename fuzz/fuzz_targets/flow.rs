@@ -35,6 +35,7 @@ fuzz_target!(|input: &[u8]| {
         idle_timeout_ns: timeouts.then_some(2_000_000),
         active_timeout_ns: (opts & 0x40 != 0).then_some(5_000_000),
         key_vlan: opts & 0x80 != 0,
+        ..Default::default()
     };
     let mut whole = FlowTable::new(flow_opts);
     let mut halves = [FlowTable::new(flow_opts), FlowTable::new(flow_opts)];

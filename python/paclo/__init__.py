@@ -19,7 +19,7 @@ from ._analysis import analysis_view, ip_range, ip_to_bytes, to_pandas, to_polar
 from ._capture import Capture, FanOut, capture, devices, fan_out, libpcap_version
 from ._decode import decode
 from ._fingerprints import FINGERPRINT_METHODS, JA4_PLUS_METHODS, fingerprints
-from ._flows import flow_topn, flows, ip_to_str, project, read_batches
+from ._flows import flow_stream, flow_topn, flows, ip_to_str, project, read_batches
 from ._io import PcapWriter, Reduced, read, reduce, write_pcap
 from ._paclo import Packet, Reader, __version__
 from .bpf import bpf
@@ -56,6 +56,7 @@ __all__ = [
     "devices",
     "fan_out",
     "fingerprints",
+    "flow_stream",
     "flow_topn",
     "flows",
     "ip_range",

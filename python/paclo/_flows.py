@@ -18,9 +18,9 @@ import pyarrow as pa
 
 from . import _paclo
 from ._analysis import address_strings, analysis_view
-from ._options import LiveSource, live_source
+from ._options import LiveSource, check_bool, check_int, check_seconds, live_source
 
-__all__ = ["flow_topn", "flows", "ip_to_str", "project", "read_batches"]
+__all__ = ["flow_stream", "flow_topn", "flows", "ip_to_str", "project", "read_batches"]
 
 
 def _paths(source: Any) -> list[str]:
@@ -106,11 +106,40 @@ def _table(stream: _paclo.ArrowStream) -> pa.Table:
     return pa.RecordBatchReader.from_stream(stream).read_all()
 
 
+def _features(features: Any) -> list[str]:
+    """The feature names ``features`` gives (a name or a list of names); the native side
+    checks the names."""
+    if isinstance(features, str):
+        return [features]
+    if isinstance(features, (list, tuple)) and all(isinstance(f, str) for f in features):
+        return list(features)
+    raise TypeError(f"features must be a feature name or a list of names, not {features!r}")
+
+
+MAX_SPLT = 65535
+
+
+def _meter_options(
+    bidirectional: Any, idle_timeout: Any, active_timeout: Any, max_flows: Any
+) -> dict[str, Any]:
+    return {
+        "bidirectional": check_bool("bidirectional", bidirectional),
+        "idle_timeout": check_seconds("idle_timeout", idle_timeout),
+        "active_timeout": check_seconds("active_timeout", active_timeout),
+        "max_flows": check_int("max_flows", max_flows, 1, 2**63 - 1, optional=True),
+    }
+
+
 def project(
     source: Any = None,
     *,
     device: str | None = None,
     filter: str | None = None,
+    flow_id: bool = False,
+    bidirectional: bool = False,
+    idle_timeout: float | None = None,
+    active_timeout: float | None = None,
+    max_flows: int | None = None,
     duration: float | None = None,
     limit: int | None = None,
     view: View = "numeric",
@@ -125,10 +154,21 @@ def project(
     :func:`paclo.capture` (``snaplen``, ``promisc``, ``timeout_ms``, ``buffer_size``,
     ``immediate``, ``on_ready``). ``view="analysis"`` returns the analysis view (text
     addresses, time types, protocol names: ``paclo.analysis_view``).
+
+    ``flow_id=True`` adds a ``flow_id`` column: the id of each packet's flow, as in the
+    ``flow_id`` column of ``flows(source, flow_id=True, ...)`` with the same ``bidirectional``,
+    ``idle_timeout``, ``active_timeout`` and ``max_flows`` (null for packets in no flow).
+    Those options apply only with ``flow_id=True``.
     """
     _check_view(view)
+    check_bool("flow_id", flow_id)
+    options = _meter_options(bidirectional, idle_timeout, active_timeout, max_flows)
+    if not flow_id:
+        given = [k for k, v in options.items() if v not in (None, False)]
+        if given:
+            raise TypeError(f"project() options {', '.join(given)} apply only with flow_id=True")
     src = _source("project", source, device, duration=duration, limit=limit, live=live)
-    stream = _paclo.flow_project(src, filter=_check_filter(filter))
+    stream = _paclo.flow_project(src, filter=_check_filter(filter), flow_id=flow_id, **options)
     return _view(_table(stream), view)
 
 
@@ -139,6 +179,10 @@ def flows(
     bidirectional: bool = False,
     idle_timeout: float | None = None,
     active_timeout: float | None = None,
+    features: str | list[str] = "basic",
+    splt: int = 10,
+    max_flows: int | None = None,
+    flow_id: bool = False,
     filter: str | None = None,
     duration: float | None = None,
     limit: int | None = None,
@@ -152,23 +196,72 @@ def flows(
     the table then has an ``expiration_reason`` column. ``bidirectional=True`` keys flows
     by the canonical endpoint pair (the smaller endpoint first) and adds per-direction
     counters. A list of paths is aggregated as one capture. ``device=`` captures live
-    instead, as for :func:`project`. ``view="analysis"`` returns the analysis view.
+    instead, as for :func:`project` (on a device, flows also expire on the wall clock).
+    ``view="analysis"`` returns the analysis view.
+
+    ``features`` adds column groups: ``"statistical"`` (packet size and inter-arrival
+    statistics, per-flag counts), ``"splt"`` (the first ``splt`` packets' sizes,
+    directions and gaps), ``"mac"``, ``"app"`` (application protocol, server name, user
+    agent, ALPN), ``"all"`` (those four), ``"fingerprints"`` (the first ``ja4``, ``ja4s``,
+    ``ja4h``, ``ja4t``, ``ja4ts``, ``ja4l_c``, ``ja4l_s``, ``ja4ssh``, ``ja4x`` of each
+    flow; JA4+ methods are FoxIO-licensed and computed only when named), or one of those
+    column names; a name or a list. ``max_flows`` bounds the live flows: a
+    new flow beyond it evicts the least recently active one (``expiration_reason``
+    ``"evicted"``, counted in the schema metadata ``paclo.flows_evicted``).
+    ``flow_id=True`` adds a first column ``flow_id``: the flow's number in the order flows
+    began, which ``project(..., flow_id=True)`` gives each packet.
     """
-    if not isinstance(bidirectional, bool):
-        raise TypeError(f"bidirectional must be True or False, not {bidirectional!r}")
+    options = _meter_options(bidirectional, idle_timeout, active_timeout, max_flows)
+    features = _features(features)
+    splt = check_int("splt", splt, 1, MAX_SPLT)
+    check_bool("flow_id", flow_id)
     _check_view(view)
-    for name, value in (("idle_timeout", idle_timeout), ("active_timeout", active_timeout)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            raise TypeError(f"{name} must be a number of seconds or None, not {value!r}")
     src = _source("flows", source, device, duration=duration, limit=limit, live=live)
     stream = _paclo.flow_table(
-        src,
-        bidirectional=bidirectional,
-        idle_timeout=None if idle_timeout is None else float(idle_timeout),
-        active_timeout=None if active_timeout is None else float(active_timeout),
-        filter=_check_filter(filter),
+        src, filter=_check_filter(filter), features=features, splt=splt, flow_id=flow_id, **options
     )
     return _view(_table(stream), view)
+
+
+def flow_stream(
+    source: Any = None,
+    *,
+    device: str | None = None,
+    bidirectional: bool = False,
+    idle_timeout: float | None = 120,
+    active_timeout: float | None = 1800,
+    features: str | list[str] = "basic",
+    splt: int = 10,
+    max_flows: int | None = None,
+    filter: str | None = None,
+    batch_rows: int = 65536,
+    duration: float | None = None,
+    limit: int | None = None,
+    **live: Any,
+) -> _paclo.FlowStream:
+    """Flows as they expire: an iterator of pyarrow RecordBatches (the schema of
+    ``flows(flow_id=True)`` with ``expiration_reason``), then the flows still live at the
+    end.
+
+    A flow expires ``idle_timeout`` seconds after its last packet (as soon as a later
+    packet's time, or on a device the wall clock, passes that), at its first packet
+    ``active_timeout`` seconds or more after it began, or when ``max_flows`` live flows
+    are reached and it is the least recently active (``"evicted"``). Memory is
+    proportional to the live flows. The options are those of :func:`flows`;
+    ``batch_rows`` bounds the rows of a batch. On files the concatenated batches hold the
+    rows of ``flows()`` with the same options. ``device=`` meters a live device, until
+    ``duration`` seconds, ``limit`` packets or ``.stop()`` (the live flows then come as
+    the last batches); the live options are those of :func:`paclo.capture`. ``.stats()``
+    gives the counters, ``.close()`` ends the stream at once.
+    """
+    options = _meter_options(bidirectional, idle_timeout, active_timeout, max_flows)
+    features = _features(features)
+    splt = check_int("splt", splt, 1, MAX_SPLT)
+    batch_rows = check_int("batch_rows", batch_rows, 1, 2**63 - 1)
+    src = _source("flow_stream", source, device, duration=duration, limit=limit, live=live, bounded=False)
+    return _paclo.flow_stream(
+        src, filter=_check_filter(filter), features=features, splt=splt, batch_rows=batch_rows, **options
+    )
 
 
 def flow_topn(
@@ -203,8 +296,7 @@ def _topn(
         raise ValueError(f"n must be a non-negative integer, not {n!r}")
     if by not in ("packets", "bytes"):
         raise ValueError(f"by must be 'packets' or 'bytes', not {by!r}")
-    if not isinstance(bidirectional, bool):
-        raise TypeError(f"bidirectional must be True or False, not {bidirectional!r}")
+    check_bool("bidirectional", bidirectional)
     if not isinstance(source, dict):
         source = _paths(source)
     rows, nflows, npackets = _paclo.flow_topn(

@@ -6,6 +6,7 @@ __all__ = [
     "Capture",
     "FanOut",
     "FanOutBranch",
+    "FlowStream",
     "Packet",
     "PcapWriter",
     "Reader",
@@ -19,6 +20,7 @@ __all__ = [
     "fingerprint_methods",
     "fingerprint_table",
     "flow_project",
+    "flow_stream",
     "flow_table",
     "flow_topn",
     "generate_dataset",
@@ -178,7 +180,15 @@ class ArrowStream:
     def __next__(self) -> Any: ...
 
 def flow_project(
-    source: Sequence[str | PathLike[str]] | _LiveSource, *, filter: str | None = None, batch_size: int = 1048576
+    source: Sequence[str | PathLike[str]] | _LiveSource,
+    *,
+    filter: str | None = None,
+    batch_size: int = 1048576,
+    flow_id: bool = False,
+    bidirectional: bool = False,
+    idle_timeout: float | None = None,
+    active_timeout: float | None = None,
+    max_flows: int | None = None,
 ) -> ArrowStream: ...
 def flow_table(
     source: Sequence[str | PathLike[str]] | _LiveSource,
@@ -187,7 +197,34 @@ def flow_table(
     idle_timeout: float | None = None,
     active_timeout: float | None = None,
     filter: str | None = None,
+    features: Sequence[str] = ...,
+    splt: int = 10,
+    max_flows: int | None = None,
+    flow_id: bool = False,
 ) -> ArrowStream: ...
+@final
+class FlowStream:
+    def __arrow_c_schema__(self) -> object: ...
+    def __iter__(self) -> FlowStream: ...
+    def __next__(self) -> Any: ...
+    def stats(self) -> dict[str, Any]: ...
+    def stop(self) -> None: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> FlowStream: ...
+    def __exit__(self, *exc: object) -> Literal[False]: ...
+
+def flow_stream(
+    source: Sequence[str | PathLike[str]] | _LiveSource,
+    *,
+    bidirectional: bool = False,
+    idle_timeout: float | None = None,
+    active_timeout: float | None = None,
+    filter: str | None = None,
+    features: Sequence[str] = ...,
+    splt: int = 10,
+    max_flows: int | None = None,
+    batch_rows: int = 65536,
+) -> FlowStream: ...
 def flow_topn(
     source: Sequence[str | PathLike[str]] | _LiveSource, n: int, *, by_bytes: bool, bidirectional: bool, filter: str | None
 ) -> tuple[list[dict[str, Any]], int, int]: ...

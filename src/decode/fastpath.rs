@@ -142,8 +142,32 @@ pub struct FlowFields {
     pub l4_start: u32,
     /// See `l4_start`.
     pub l4_end: u32,
+    /// Offset in the packet of the TCP or UDP payload (after the transport header);
+    /// meaningful when `has_ports`.
+    pub payload_offset: u32,
+    /// Length of that payload, limited by the IP and UDP lengths (link-layer padding is
+    /// not payload).
+    pub payload_len: u32,
     /// Why the walk stopped early, if it did: the layer that was cut or invalid, where.
     pub error: Option<DecodeError>,
+}
+
+impl FlowFields {
+    /// The TCP or UDP payload of `data`, the packet these fields were parsed from (empty
+    /// without ports).
+    #[inline]
+    pub fn payload<'a>(&self, data: &'a [u8]) -> &'a [u8] {
+        let start = self.payload_offset as usize;
+        data.get(start..start + self.payload_len as usize)
+            .unwrap_or(&[])
+    }
+
+    /// Record the payload: `len` bytes at offset `at` of the packet.
+    #[inline(always)]
+    fn set_payload(&mut self, at: usize, len: usize) {
+        self.payload_offset = at as u32;
+        self.payload_len = len as u32;
+    }
 }
 
 #[inline(always)]
@@ -559,6 +583,12 @@ fn transport(p: &[u8], at: usize, jumbo: bool, out: &mut FlowFields) {
                     let why = Invalid::UdpLength(len);
                     out.error = Some(DecodeError::invalid(Layer::Udp, why, at));
                 }
+                // The UDP length bounds the payload when it is plausible.
+                let end = match usize::from(len) {
+                    l if (UDP_HEADER_LEN..p.len()).contains(&l) => l,
+                    _ => p.len(),
+                };
+                out.set_payload(at + UDP_HEADER_LEN, end - UDP_HEADER_LEN);
             }
             _ => out.error = cut(Layer::Udp, UDP_HEADER_LEN),
         },
@@ -589,6 +619,7 @@ fn transport(p: &[u8], at: usize, jumbo: bool, out: &mut FlowFields) {
             out.has_tcp_flags = true;
             out.tcp_flags = flags;
             segment(at, p.len(), out);
+            out.set_payload(at + hl, p.len() - hl);
         }
         ip_proto::ICMP if p.len() < ICMP_HEADER_LEN => {
             out.error = cut(Layer::Icmpv4, ICMP_HEADER_LEN)

@@ -662,6 +662,30 @@ impl Fingerprinter {
         });
     }
 
+    /// The end of one TCP connection between `a` and `b` (either order), as
+    /// [`finish`](Self::finish) is for all of them: give the JA4SSH window it holds open and
+    /// forget that window (a flow meter calls this when the connection's flow ends).
+    pub fn finish_connection<F: FnMut(&Event)>(&mut self, a: Endpoint, b: Endpoint, f: &mut F) {
+        let (key, _) = conn_key(a, b, 6);
+        // `i64::MIN` leaves the entry's last-use time as it is.
+        if let Some(c) = self.ssh.get_mut(&key, i64::MIN) {
+            if !c.window.is_empty() {
+                let out = &mut self.s.out.value;
+                out.clear();
+                c.window.finish(out);
+                emit(
+                    &c.last,
+                    Method::Ja4Ssh,
+                    out.as_str(),
+                    "",
+                    &mut self.counters,
+                    f,
+                );
+            }
+        }
+        self.ssh.remove(&key);
+    }
+
     /// Forget every connection (buffers are kept; counters are not reset).
     pub fn clear(&mut self) {
         self.tcp.clear();

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use arrow_array::types::{Int64Type, UInt16Type, UInt32Type, UInt8Type};
+use arrow_array::types::{Int64Type, UInt16Type, UInt32Type, UInt64Type, UInt8Type};
 use arrow_array::{ArrayRef, BinaryArray, FixedSizeBinaryArray, PrimitiveArray, RecordBatch};
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
@@ -18,9 +18,22 @@ pub fn addr_type() -> DataType {
     DataType::FixedSizeBinary(ADDR_LEN as i32)
 }
 
+/// The schema of `project` tables (with a `flow_id` column last when `flow_id`).
+pub fn projection_schema_with(flow_id: bool) -> SchemaRef {
+    let mut fields = projection_fields();
+    if flow_id {
+        fields.push(Field::new("flow_id", DataType::UInt64, true));
+    }
+    Arc::new(Schema::new(fields))
+}
+
 /// The schema of `project` tables.
 pub fn projection_schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![
+    Arc::new(Schema::new(projection_fields()))
+}
+
+fn projection_fields() -> Vec<Field> {
+    vec![
         Field::new("ts_ns", DataType::Int64, false),
         Field::new("caplen", DataType::UInt32, false),
         Field::new("len", DataType::UInt32, false),
@@ -32,7 +45,7 @@ pub fn projection_schema() -> SchemaRef {
         Field::new("dst_port", DataType::UInt16, true),
         Field::new("vlan_id", DataType::UInt16, true),
         Field::new("tcp_flags", DataType::UInt8, true),
-    ]))
+    ]
 }
 
 /// The schema of `read_batches` batches.
@@ -99,7 +112,6 @@ fn column<T>(cap: usize) -> Vec<T> {
 /// once per batch (the column vectors are moved into the batch, then reserved again).
 pub struct ProjectionBuilder {
     cap: usize,
-    fields: FlowFields,
     ts: Vec<i64>,
     caplen: Vec<u32>,
     len: Vec<u32>,
@@ -114,7 +126,12 @@ pub struct ProjectionBuilder {
     /// Per row: [`PORTS`] | [`FLAGS`] | [`PROTOCOL`]. L3 presence is `ip_version != 0` and VLAN presence
     /// is `vlan != NO_VLAN`, so one byte carries the validity that is not in the data.
     present: Vec<u8>,
+    /// The flow id of each row ([`NO_FLOW`] for packets in no flow), when asked for.
+    flow_id: Option<Vec<u64>>,
 }
+
+/// Marks "in no flow" in the flow id column.
+const NO_FLOW: u64 = u64::MAX;
 
 const PORTS: u8 = 1;
 const FLAGS: u8 = 2;
@@ -128,7 +145,6 @@ impl ProjectionBuilder {
         let cap = batch_size.max(1);
         ProjectionBuilder {
             cap,
-            fields: FlowFields::default(),
             ts: column(cap),
             caplen: column(cap),
             len: column(cap),
@@ -141,7 +157,16 @@ impl ProjectionBuilder {
             vlan: column(cap),
             flags: column(cap),
             present: Vec::with_capacity(cap),
+            flow_id: None,
         }
+    }
+
+    /// Columns as [`new`](Self::new), plus a `flow_id` column filled by
+    /// [`push_fields`](Self::push_fields).
+    pub fn with_flow_id(batch_size: usize) -> Self {
+        let mut b = ProjectionBuilder::new(batch_size);
+        b.flow_id = Some(column(b.cap));
+        b
     }
 
     /// Rows held.
@@ -162,8 +187,18 @@ impl ProjectionBuilder {
     /// Project one packet into the columns.
     #[inline]
     pub fn push(&mut self, pkt: &RawPacket<'_>) {
-        let f = &mut self.fields;
-        fastpath::parse(pkt.linktype, pkt.data, f);
+        let mut f = FlowFields::default();
+        fastpath::parse(pkt.linktype, pkt.data, &mut f);
+        self.push_fields(pkt, &f, None);
+    }
+
+    /// Project one packet whose fields are parsed already; `flow_id` is its flow's id
+    /// (kept when the builder has a flow id column).
+    #[inline]
+    pub fn push_fields(&mut self, pkt: &RawPacket<'_>, f: &FlowFields, flow_id: Option<u64>) {
+        if let Some(ids) = &mut self.flow_id {
+            ids.push(flow_id.unwrap_or(NO_FLOW));
+        }
         self.ts.push(pkt.ts_ns);
         self.caplen.push(pkt.caplen);
         self.len.push(pkt.wirelen);
@@ -199,7 +234,8 @@ impl ProjectionBuilder {
         let has_protocol = validity(n, |i| present[i] & PROTOCOL != 0);
         let has_vlan = validity(n, |i| vlan[i] != NO_VLAN);
         self.present.clear();
-        let columns: Vec<ArrayRef> = vec![
+        let with_ids = self.flow_id.is_some();
+        let mut columns: Vec<ArrayRef> = vec![
             prim::<Int64Type>(take(&mut self.ts, cap), None),
             prim::<UInt32Type>(take(&mut self.caplen, cap), None),
             prim::<UInt32Type>(take(&mut self.len, cap), None),
@@ -212,8 +248,12 @@ impl ProjectionBuilder {
             prim::<UInt16Type>(take(&mut self.vlan, cap), Some(has_vlan)),
             prim::<UInt8Type>(take(&mut self.flags, cap), Some(has_flags)),
         ];
+        if let Some(ids) = &mut self.flow_id {
+            let in_flow = validity(n, |i| ids[i] != NO_FLOW);
+            columns.push(prim::<UInt64Type>(take(ids, cap), Some(in_flow)));
+        }
         Some(
-            RecordBatch::try_new(projection_schema(), columns)
+            RecordBatch::try_new(projection_schema_with(with_ids), columns)
                 .expect("projection columns match their schema"),
         )
     }

@@ -8,7 +8,11 @@
 //! records (and whenever a device is idle) so that a caller can end it early (Ctrl-C).
 //! The `*_files` functions run one file per rayon task where the order does not matter.
 
+pub mod app;
 pub mod columns;
+pub mod features;
+pub mod fingerprints;
+pub mod stream;
 pub mod table;
 pub mod text;
 
@@ -17,12 +21,14 @@ use std::path::PathBuf;
 use arrow_array::RecordBatch;
 use rayon::prelude::*;
 
+use crate::decode::fastpath::{self, FlowFields};
 use crate::error::{Error, Result};
 use crate::pcap::FileReader;
 use crate::source::{Limits, PacketSource, RawPacket, SourceLoop, Step};
 
 pub use columns::{ProjectionBuilder, RawBatchBuilder};
-pub use table::{FlowOptions, FlowStats, FlowTable, FlowTuple};
+pub use features::{FeatureGroup, FeatureSpec, PacketView};
+pub use table::{Expiration, FlowOptions, FlowStats, FlowTable, FlowTuple};
 
 /// Steps a loop takes (packets, or runs of filtered-out records) between two calls of its
 /// [`Stop`] check: the hot loop pays a counter compare per packet, the check runs once per
@@ -101,7 +107,7 @@ impl Notices {
     }
 
     /// Append the notices of later files.
-    fn extend(&mut self, later: Notices) {
+    pub fn extend(&mut self, later: Notices) {
         self.truncated = self.truncated.take().or(later.truncated);
         self.oversized.extend(later.oversized);
     }
@@ -135,7 +141,70 @@ pub fn project_source<S: PacketSource>(
     Ok(Some((out, Notices::of(lp))))
 }
 
-/// Aggregate every packet of the pass into `table`.
+/// Project every packet of the pass with the id of its flow in `table` (the flow table's
+/// `flow_id` for the same options), into batches of `batch_size` rows; `None` if `stop`
+/// ended the walk early. Rows of flows the table expires are dropped as it goes.
+///
+/// # Errors
+/// As [`for_each_packet`].
+pub fn project_source_with_ids<S: PacketSource>(
+    lp: &mut SourceLoop<S>,
+    batch_size: usize,
+    table: &mut FlowTable,
+    stop: Stop<'_>,
+) -> Result<Option<Batches>> {
+    let mut b = ProjectionBuilder::with_flow_id(batch_size);
+    let mut out = Vec::new();
+    let walk = for_each_packet(lp, stop, |p| {
+        let mut f = FlowFields::default();
+        fastpath::parse(p.linktype, p.data, &mut f);
+        let id = table.push_fields(p, &f);
+        b.push_fields(p, &f, id);
+        if b.is_full() {
+            out.extend(b.finish());
+            table.discard_expired();
+        }
+    })?;
+    if walk == Walk::Stopped {
+        return Ok(None);
+    }
+    out.extend(b.finish());
+    table.discard_expired();
+    Ok(Some((out, Notices::of(lp))))
+}
+
+/// Project files in order with a `flow_id` column: the ids of a flow table with `opts`
+/// over the files as one capture. `None` if `stop` ended the walk early.
+///
+/// # Errors
+/// The first file that fails to open or read.
+pub fn project_files_with_ids(
+    paths: &[PathBuf],
+    filter: Option<&str>,
+    batch_size: usize,
+    opts: FlowOptions,
+    stop: Stop<'_>,
+) -> Result<Option<Batches>> {
+    let mut table = FlowTable::new(opts);
+    let mut out = Vec::new();
+    let mut notices = Notices::default();
+    for p in paths {
+        let mut lp = open_file(p, filter)?;
+        let rows = usize::try_from(lp.source().file_len() / 16 + 1).unwrap_or(usize::MAX);
+        let Some((b, n)) =
+            project_source_with_ids(&mut lp, batch_size.min(rows), &mut table, stop)?
+        else {
+            return Ok(None);
+        };
+        out.extend(b);
+        notices.extend(n);
+    }
+    Ok(Some((out, notices)))
+}
+
+/// Aggregate every packet of the pass into `table`. A live device's pass ends with the
+/// table's clock at the wall time, so flows idle by then expire as they would in a
+/// [`stream::FlowStream`].
 ///
 /// # Errors
 /// As [`for_each_packet`].
@@ -144,7 +213,13 @@ pub fn flows_source<S: PacketSource>(
     table: &mut FlowTable,
     stop: Stop<'_>,
 ) -> Result<Walk> {
-    for_each_packet(lp, stop, |p| table.push(p))
+    let walk = for_each_packet(lp, stop, |p| {
+        table.push(p);
+    })?;
+    if stream::is_live(lp) {
+        table.advance(stream::wall_ns());
+    }
+    Ok(walk)
 }
 
 /// A pass over the file at `path` with `filter` (compiled now: a bad expression fails
@@ -191,10 +266,11 @@ pub fn project_files(
 /// A flow table, and what reading it noticed.
 pub type Table = (FlowTable, Notices);
 
-/// Aggregate files as one capture. Without timeouts one rayon task per file builds a
-/// partial table and the partial tables are merged (equal to the sequential result);
-/// with timeouts the files are read in order, since a flow's split depends on the packets
-/// before it. `None` if `stop` ended the walk early (every task has returned by then).
+/// Aggregate files as one capture. Without timeouts, `max_flows` and features one rayon
+/// task per file builds a partial table and the partial tables are merged (equal to the
+/// sequential result); otherwise the files are read in order, since a flow's split and
+/// its features depend on the packets before it. `None` if `stop` ended the walk early
+/// (every task has returned by then).
 ///
 /// # Errors
 /// The first file that fails to open or read, in file order.
@@ -205,7 +281,7 @@ pub fn flows_files(
     stop: Stop<'_>,
 ) -> Result<Option<Table>> {
     let mut notices = Notices::default();
-    if opts.idle_timeout_ns.is_some() || opts.active_timeout_ns.is_some() || paths.len() < 2 {
+    if opts.ordered() || paths.len() < 2 {
         let mut table = FlowTable::new(opts);
         for p in paths {
             let mut lp = open_file(p, filter)?;
@@ -342,6 +418,10 @@ impl<S: PacketSource> arrow_array::RecordBatchReader for RawBatches<S> {
 
 #[cfg(test)]
 mod agreement_tests;
+#[cfg(test)]
+mod fingerprint_tests;
+#[cfg(test)]
+mod meter_tests;
 #[cfg(test)]
 pub(crate) mod testdata;
 #[cfg(test)]

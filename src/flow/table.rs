@@ -1,13 +1,18 @@
-//! The aggregated flow table: one row per flow, memory proportional to the flows.
+//! The aggregated flow table and flow meter: one row per flow, memory proportional to the
+//! live flows.
 
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
 use std::sync::Arc;
 
 use arrow_array::types::{Int64Type, UInt16Type, UInt64Type, UInt8Type};
 use arrow_array::{ArrayRef, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use hashbrown::hash_map::Entry;
 use hashbrown::HashMap;
 
 use super::columns::{addr_type, addrs, prim, validity, ADDR_LEN};
+use super::features::{FeatureGroup, FeatureSpec, FeatureStore, PacketView, NO_SLOT};
 use crate::decode::fastpath::{self, FlowFields};
 use crate::source::RawPacket;
 
@@ -184,10 +189,13 @@ impl FlowStats {
 /// Why a flow row ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Expiration {
-    /// No packet for `idle_timeout` (seen at the flow's next packet or at the capture's end).
+    /// No packet for `idle_timeout`: a later packet of the capture (or a live source's
+    /// wall time) is that far past the flow's last packet.
     Idle,
-    /// The flow lasted `active_timeout`.
+    /// The flow lasted `active_timeout` (seen at its next packet).
     Active,
+    /// Evicted to keep the table within `max_flows` (the least recently active flow).
+    Evicted,
     /// The capture ended.
     End,
 }
@@ -198,6 +206,7 @@ impl Expiration {
         match self {
             Expiration::Idle => "idle",
             Expiration::Active => "active",
+            Expiration::Evicted => "evicted",
             Expiration::End => "end",
         }
     }
@@ -214,39 +223,136 @@ pub struct FlowOptions {
     pub active_timeout_ns: Option<i64>,
     /// Whether the outermost VLAN id is part of the key.
     pub key_vlan: bool,
+    /// At most this many live flows: a new flow beyond it first evicts the least recently
+    /// active one (reason `evicted`, counted).
+    pub max_flows: Option<usize>,
+    /// The feature groups beyond the basic counters.
+    pub features: FeatureSpec,
+    /// An `expiration_reason` column even without timeouts and `max_flows` (streams).
+    pub reasons: bool,
+    /// A `flow_id` column first (streams have it always).
+    pub flow_id: bool,
 }
 
 impl FlowOptions {
     fn timeouts(&self) -> bool {
         self.idle_timeout_ns.is_some() || self.active_timeout_ns.is_some()
     }
+
+    /// Whether rows carry an `expiration_reason`.
+    pub fn has_reason(&self) -> bool {
+        self.timeouts() || self.max_flows.is_some() || self.reasons
+    }
+
+    /// Whether the rows depend on the order of the packets across the whole capture, so
+    /// partial tables of a capture's parts cannot be merged: timeouts, `max_flows` and
+    /// every feature group need the packets in order.
+    pub fn ordered(&self) -> bool {
+        self.timeouts() || self.max_flows.is_some() || !self.features.is_basic()
+    }
 }
 
-type Map = HashMap<Packed, FlowStats, foldhash::fast::FixedState>;
+type Map = HashMap<Packed, Flow, foldhash::fast::FixedState>;
 
-/// A flow table being filled.
+/// A live flow: its counters, its id (creation order) and its feature slot.
+#[derive(Clone, Copy, Debug)]
+struct Flow {
+    stats: FlowStats,
+    id: u64,
+    slot: u32,
+}
+
+/// A flow whose row is written (expired, or still live at the end).
+#[derive(Clone, Copy, Debug)]
+struct Row {
+    key: Packed,
+    flow: Flow,
+    reason: Expiration,
+}
+
+/// A live flow's place in the expiry queue, due at `deadline`: its last packet time plus
+/// the idle timeout when it was queued. Packets since then only move the flow's true
+/// deadline later, so the queue is fixed up when an entry comes due, never per packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Due {
+    deadline: i64,
+    id: u64,
+    key: Packed,
+}
+
+impl Ord for Due {
+    /// Reversed, so the max-heap pops the earliest deadline first (ties by id).
+    fn cmp(&self, o: &Self) -> Ordering {
+        (o.deadline, o.id).cmp(&(self.deadline, self.id))
+    }
+}
+
+impl PartialOrd for Due {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+/// A flow table being filled; also the flow meter that expires flows as it goes.
+///
+/// Every flow gets an id, its creation order in the capture (0, 1, ...), which
+/// [`push`](Self::push) returns for each packet (the `flow_id` of the projection).
+/// Without timeouts, `max_flows` and features, a packet costs one hash-map update. With
+/// them, flows expire as soon as a packet's time passes their last packet plus
+/// `idle_timeout` (a live source's wall time does too, see [`advance`](Self::advance)), or
+/// at their next packet after `active_timeout`; expired
+/// rows wait in the table until [`take_expired`](Self::take_expired) (streams) or
+/// [`to_batch`](Self::to_batch) takes them.
 pub struct FlowTable {
     opts: FlowOptions,
-    fields: FlowFields,
     map: Map,
-    expired: Vec<(Packed, FlowStats, Expiration)>,
+    expired: Vec<Row>,
+    features: FeatureStore,
+    /// Expiry queue (with an idle timeout or `max_flows`).
+    due: BinaryHeap<Due>,
+    metered: bool,
+    /// No timeouts, no `max_flows`, no features: one map update per packet.
+    simple: bool,
+    clock: i64,
+    next_id: u64,
     packets: u64,
     not_aggregated: u64,
-    last_ts: i64,
+    evicted: u64,
 }
 
 impl FlowTable {
     /// An empty table.
     pub fn new(opts: FlowOptions) -> Self {
+        let features = FeatureStore::new(opts.features, opts.bidirectional);
         FlowTable {
             opts,
-            fields: FlowFields::default(),
             map: Map::default(),
             expired: Vec::new(),
+            simple: !opts.timeouts() && opts.max_flows.is_none() && features.is_empty(),
+            features,
+            due: BinaryHeap::new(),
+            metered: opts.idle_timeout_ns.is_some() || opts.max_flows.is_some(),
+            clock: i64::MIN,
+            next_id: 0,
             packets: 0,
             not_aggregated: 0,
-            last_ts: i64::MIN,
+            evicted: 0,
         }
+    }
+
+    /// Add a feature group (before the first packet); its columns follow the others.
+    pub fn add_group(&mut self, group: Box<dyn FeatureGroup>) {
+        debug_assert!(
+            self.packets == 0,
+            "feature groups are added before the first packet"
+        );
+        self.features.add_group(group);
+        self.simple = false;
+    }
+
+    /// The options the table was made with.
+    pub fn options(&self) -> FlowOptions {
+        self.opts
     }
 
     /// Packets seen, and how many of them no flow counts (no IP layer, or an IPv6
@@ -255,9 +361,19 @@ impl FlowTable {
         (self.packets, self.not_aggregated)
     }
 
-    /// Live flows plus flows already split off by timeouts.
+    /// Flows evicted to stay within `max_flows`.
+    pub fn evicted(&self) -> u64 {
+        self.evicted
+    }
+
+    /// Live flows plus flows already expired (rows not yet taken).
     pub fn len(&self) -> usize {
         self.map.len() + self.expired.len()
+    }
+
+    /// Live flows.
+    pub fn live(&self) -> usize {
+        self.map.len()
     }
 
     /// Whether the table holds no flow.
@@ -265,85 +381,312 @@ impl FlowTable {
         self.len() == 0
     }
 
-    /// Count one packet.
+    /// Count one packet; the id of its flow, `None` for a packet no flow counts.
     #[inline]
-    pub fn push(&mut self, pkt: &RawPacket<'_>) {
+    pub fn push(&mut self, pkt: &RawPacket<'_>) -> Option<u64> {
+        let mut f = FlowFields::default();
+        fastpath::parse(pkt.linktype, pkt.data, &mut f);
+        self.push_fields(pkt, &f)
+    }
+
+    /// [`push`](Self::push) with the packet's fields parsed already.
+    #[inline]
+    pub fn push_fields(&mut self, pkt: &RawPacket<'_>, f: &FlowFields) -> Option<u64> {
         self.packets += 1;
-        self.last_ts = self.last_ts.max(pkt.ts_ns);
-        fastpath::parse(pkt.linktype, pkt.data, &mut self.fields);
-        if self.fields.ip_version == 0 || !self.fields.has_protocol {
+        self.clock = self.clock.max(pkt.ts_ns);
+        if f.ip_version == 0 || !f.has_protocol {
             self.not_aggregated += 1;
-            return;
+            return None;
         }
-        let key = Packed::new(&self.fields, self.opts.key_vlan);
+        let key = Packed::new(f, self.opts.key_vlan);
         let (key, forward) = if self.opts.bidirectional {
             key.canonical()
         } else {
             (key, true)
         };
-        let flags = self.fields.has_tcp_flags.then_some(self.fields.tcp_flags);
+        let flags = f.has_tcp_flags.then_some(f.tcp_flags);
         let ts = pkt.ts_ns;
         let bytes = u64::from(pkt.wirelen);
-        if !self.opts.timeouts() {
-            self.map
-                .entry(key)
-                .or_insert_with(|| FlowStats::start(ts))
-                .add(ts, bytes, forward, flags);
-            return;
+        if self.simple {
+            let next = &mut self.next_id;
+            let flow = self.map.entry(key).or_insert_with(|| {
+                *next += 1;
+                Flow {
+                    stats: FlowStats::start(ts),
+                    id: *next - 1,
+                    slot: NO_SLOT,
+                }
+            });
+            flow.stats.add(ts, bytes, forward, flags);
+            return Some(flow.id);
         }
-        let stats = self.map.entry(key).or_insert_with(|| FlowStats::start(ts));
-        let reason = if self
+        if let Some(idle) = self.opts.idle_timeout_ns {
+            // The packet's own time: a packet earlier than the clock (a file out of
+            // order) expires nothing.
+            self.expire_idle(ts, idle);
+        }
+        if self
             .opts
-            .idle_timeout_ns
-            .is_some_and(|t| stats.packets > 0 && ts.saturating_sub(stats.last_ts_ns) >= t)
+            .max_flows
+            .is_some_and(|m| self.map.len() >= m.max(1) && !self.map.contains_key(&key))
         {
-            Some(Expiration::Idle)
-        } else if self
-            .opts
-            .active_timeout_ns
-            .is_some_and(|t| stats.packets > 0 && ts.saturating_sub(stats.first_ts_ns) >= t)
-        {
-            Some(Expiration::Active)
-        } else {
-            None
+            self.evict_oldest();
+        }
+        let FlowOptions {
+            idle_timeout_ns: idle,
+            active_timeout_ns: active,
+            ..
+        } = self.opts;
+        let queue_delay = idle.unwrap_or(0);
+        let FlowTable {
+            map,
+            expired,
+            features,
+            due,
+            next_id,
+            metered,
+            ..
+        } = self;
+        let mut start = || {
+            let id = *next_id;
+            *next_id += 1;
+            let slot = if features.is_empty() {
+                NO_SLOT
+            } else {
+                features.open()
+            };
+            if *metered {
+                due.push(Due {
+                    deadline: ts.saturating_add(queue_delay),
+                    id,
+                    key,
+                });
+            }
+            Flow {
+                stats: FlowStats::start(ts),
+                id,
+                slot,
+            }
         };
-        if let Some(r) = reason {
-            let old = std::mem::replace(stats, FlowStats::start(ts));
-            self.expired.push((key, old, r));
+        let flow = match map.entry(key) {
+            Entry::Occupied(e) => {
+                let flow = e.into_mut();
+                let s = &flow.stats;
+                let reason = if idle.is_some_and(|t| ts.saturating_sub(s.last_ts_ns) >= t) {
+                    Some(Expiration::Idle)
+                } else if active.is_some_and(|t| ts.saturating_sub(s.first_ts_ns) >= t) {
+                    Some(Expiration::Active)
+                } else {
+                    None
+                };
+                if let Some(reason) = reason {
+                    let old = std::mem::replace(flow, start());
+                    features.close(old.slot);
+                    expired.push(Row {
+                        key,
+                        flow: old,
+                        reason,
+                    });
+                }
+                flow
+            }
+            Entry::Vacant(v) => v.insert(start()),
+        };
+        flow.stats.add(ts, bytes, forward, flags);
+        if flow.slot != NO_SLOT {
+            features.packet(
+                flow.slot,
+                &PacketView {
+                    pkt,
+                    fields: f,
+                    forward,
+                },
+            );
         }
-        stats.add(ts, bytes, forward, flags);
+        let id = flow.id;
+        if self.due.len() > 2 * self.map.len() + 4096 {
+            self.rebuild_queue();
+        }
+        Some(id)
     }
 
-    /// Fold a table built from another part of the capture in (without timeouts only).
+    /// Expire the flows whose last packet is `idle` or more before `now`.
+    fn expire_idle(&mut self, now: i64, idle: i64) {
+        while self.due.peek().is_some_and(|d| d.deadline <= now) {
+            let Some(d) = self.due.pop() else { break };
+            let Some(flow) = self.map.get(&d.key).filter(|f| f.id == d.id) else {
+                continue; // the flow expired already
+            };
+            let deadline = flow.stats.last_ts_ns.saturating_add(idle);
+            if deadline <= now {
+                if let Some(flow) = self.map.remove(&d.key) {
+                    self.features.close(flow.slot);
+                    self.expired.push(Row {
+                        key: d.key,
+                        flow,
+                        reason: Expiration::Idle,
+                    });
+                }
+            } else {
+                self.due.push(Due { deadline, ..d });
+            }
+        }
+    }
+
+    /// Evict the least recently active flow.
+    fn evict_oldest(&mut self) {
+        let delay = self.opts.idle_timeout_ns.unwrap_or(0);
+        while let Some(d) = self.due.pop() {
+            let Some(flow) = self.map.get(&d.key).filter(|f| f.id == d.id) else {
+                continue;
+            };
+            let deadline = flow.stats.last_ts_ns.saturating_add(delay);
+            if deadline > d.deadline {
+                // Active since it was queued: every other entry is due no earlier.
+                self.due.push(Due { deadline, ..d });
+                continue;
+            }
+            if let Some(flow) = self.map.remove(&d.key) {
+                self.features.close(flow.slot);
+                self.expired.push(Row {
+                    key: d.key,
+                    flow,
+                    reason: Expiration::Evicted,
+                });
+                self.evicted += 1;
+            }
+            return;
+        }
+    }
+
+    /// Rebuild the expiry queue from the live flows, dropping entries of expired flows.
+    fn rebuild_queue(&mut self) {
+        let delay = self.opts.idle_timeout_ns.unwrap_or(0);
+        let entries: Vec<Due> = self
+            .map
+            .iter()
+            .map(|(k, f)| Due {
+                deadline: f.stats.last_ts_ns.saturating_add(delay),
+                id: f.id,
+                key: *k,
+            })
+            .collect();
+        self.due = BinaryHeap::from(entries);
+    }
+
+    /// Move the clock to `now` (a live source's wall time while no packet arrives) and
+    /// expire the flows idle by then.
+    pub fn advance(&mut self, now: i64) {
+        self.clock = self.clock.max(now);
+        if let Some(idle) = self.opts.idle_timeout_ns {
+            self.expire_idle(self.clock, idle);
+        }
+    }
+
+    /// End the capture: every live flow becomes a row (reason `idle` when the clock has
+    /// passed its idle timeout, `end` otherwise), in creation order.
+    pub fn finish(&mut self) {
+        let idle = self.opts.idle_timeout_ns;
+        let end = self.clock;
+        let mut live: Vec<Row> = self
+            .map
+            .drain()
+            .map(|(key, flow)| Row {
+                key,
+                flow,
+                reason: if idle.is_some_and(|t| end.saturating_sub(flow.stats.last_ts_ns) >= t) {
+                    Expiration::Idle
+                } else {
+                    Expiration::End
+                },
+            })
+            .collect();
+        live.sort_unstable_by_key(|r| r.flow.id);
+        for r in &live {
+            self.features.close(r.flow.slot);
+        }
+        self.expired.extend(live);
+        self.due.clear();
+    }
+
+    /// Rows expired and not yet taken.
+    pub fn pending(&self) -> usize {
+        self.expired.len()
+    }
+
+    /// Up to `n` expired rows as a batch, in the order they expired (`None` when there
+    /// are none). The batch's schema has no metadata; [`counts`](Self::counts) and
+    /// [`evicted`](Self::evicted) give the totals.
+    pub fn take_expired(&mut self, n: usize) -> Option<RecordBatch> {
+        if self.expired.is_empty() || n == 0 {
+            return None;
+        }
+        let take = n.min(self.expired.len());
+        let rows: Vec<(FlowTuple, Row)> = self
+            .expired
+            .drain(..take)
+            .map(|r| (r.key.unpack(), r))
+            .collect();
+        let batch = self.batch(&rows, Arc::new(self.schema()));
+        self.features.release(rows.iter().map(|r| r.1.flow.slot));
+        Some(batch)
+    }
+
+    /// Drop the expired rows (when only the flow ids matter).
+    pub fn discard_expired(&mut self) {
+        self.features
+            .release(self.expired.drain(..).map(|r| r.flow.slot));
+    }
+
+    /// Fold a table built from another part of the capture in (tables whose options are
+    /// not [`ordered`](FlowOptions::ordered) only). Flows first seen in `other` get ids
+    /// after this table's, in their order, so the ids are those of one pass.
     pub fn merge(&mut self, other: FlowTable) {
+        debug_assert!(!self.opts.ordered() && other.expired.is_empty());
         self.packets += other.packets;
         self.not_aggregated += other.not_aggregated;
-        self.last_ts = self.last_ts.max(other.last_ts);
-        for (k, s) in other.map {
-            self.map.entry(k).and_modify(|m| m.merge(&s)).or_insert(s);
+        self.clock = self.clock.max(other.clock);
+        let mut theirs: Vec<(Packed, Flow)> = other.map.into_iter().collect();
+        theirs.sort_unstable_by_key(|(_, f)| f.id);
+        for (k, f) in theirs {
+            match self.map.entry(k) {
+                Entry::Occupied(mut e) => e.get_mut().stats.merge(&f.stats),
+                Entry::Vacant(v) => {
+                    v.insert(Flow {
+                        id: self.next_id,
+                        ..f
+                    });
+                    self.next_id += 1;
+                }
+            }
         }
-        self.expired.extend(other.expired);
+    }
+
+    /// Every row, ordered by first packet time, key, reason and id.
+    fn sorted_rows(&mut self) -> Vec<(FlowTuple, Row)> {
+        self.finish();
+        let mut rows: Vec<(FlowTuple, Row)> = self
+            .expired
+            .drain(..)
+            .map(|r| (r.key.unpack(), r))
+            .collect();
+        rows.sort_unstable_by(|a, b| {
+            (a.1.flow.stats.first_ts_ns, a.0, a.1.reason, a.1.flow.id).cmp(&(
+                b.1.flow.stats.first_ts_ns,
+                b.0,
+                b.1.reason,
+                b.1.flow.id,
+            ))
+        });
+        rows
     }
 
     /// Every flow row, ordered by first packet time then key.
-    pub fn rows(self) -> Vec<(FlowTuple, FlowStats, Expiration)> {
-        let idle = self.opts.idle_timeout_ns;
-        let end = self.last_ts;
-        let mut rows: Vec<(FlowTuple, FlowStats, Expiration)> = self
-            .expired
+    pub fn rows(mut self) -> Vec<(FlowTuple, FlowStats, Expiration)> {
+        self.sorted_rows()
             .into_iter()
-            .map(|(k, s, r)| (k.unpack(), s, r))
-            .collect();
-        rows.extend(self.map.into_iter().map(|(k, s)| {
-            let r = if idle.is_some_and(|t| end.saturating_sub(s.last_ts_ns) >= t) {
-                Expiration::Idle
-            } else {
-                Expiration::End
-            };
-            (k.unpack(), s, r)
-        }));
-        rows.sort_unstable_by_key(|r| (r.1.first_ts_ns, r.0, r.2));
-        rows
+            .map(|(k, r)| (k, r.flow.stats, r.reason))
+            .collect()
     }
 
     /// The `n` largest flows by packets (or bytes), ties broken by key ascending.
@@ -361,18 +704,54 @@ impl FlowTable {
         rows
     }
 
-    /// The table as one Arrow batch (columns as in [`flow_schema`]).
-    pub fn to_batch(self) -> RecordBatch {
-        let opts = self.opts;
-        let (packets_total, not_aggregated) = self.counts();
-        let rows = self.rows();
-        flow_batch(&rows, opts, packets_total, not_aggregated)
+    /// The table's schema (no metadata): the key and counters, the direction counters,
+    /// `expiration_reason`, then each feature group's columns.
+    pub fn schema(&self) -> Schema {
+        let mut fields = basic_fields(self.opts);
+        fields.extend(self.features.fields());
+        Schema::new(fields)
+    }
+
+    /// The whole table as one Arrow batch, rows ordered by first packet time, key and
+    /// reason; the schema's metadata holds the totals (`paclo.packets_total`,
+    /// `paclo.packets_not_aggregated`, and `paclo.flows_evicted` with `max_flows`).
+    pub fn to_batch(mut self) -> RecordBatch {
+        let rows = self.sorted_rows();
+        let mut schema = self.schema();
+        let (total, not_aggregated) = self.counts();
+        let md = &mut schema.metadata;
+        md.insert("paclo.packets_total".to_string(), total.to_string());
+        md.insert(
+            "paclo.packets_not_aggregated".to_string(),
+            not_aggregated.to_string(),
+        );
+        if self.opts.max_flows.is_some() {
+            md.insert("paclo.flows_evicted".to_string(), self.evicted.to_string());
+        }
+        self.batch(&rows, Arc::new(schema))
+    }
+
+    fn batch(&self, rows: &[(FlowTuple, Row)], schema: SchemaRef) -> RecordBatch {
+        let mut columns = basic_columns(rows, self.opts);
+        let slots: Vec<u32> = rows.iter().map(|r| r.1.flow.slot).collect();
+        if !self.features.is_empty() {
+            self.features.columns(&slots, &mut columns);
+        }
+        RecordBatch::try_new(schema, columns).expect("flow columns match their schema")
     }
 }
 
-/// The flow table schema for `opts`.
+/// The flow table schema for `opts` with its built-in feature groups.
 pub fn flow_schema(opts: FlowOptions) -> Schema {
-    let mut fields = vec![
+    FlowTable::new(opts).schema()
+}
+
+fn basic_fields(opts: FlowOptions) -> Vec<Field> {
+    let mut fields = Vec::new();
+    if opts.flow_id {
+        fields.push(Field::new("flow_id", DataType::UInt64, false));
+    }
+    fields.extend([
         Field::new("ip_version", DataType::UInt8, false),
         Field::new("protocol", DataType::UInt8, false),
         Field::new("src_ip", addr_type(), false),
@@ -386,7 +765,7 @@ pub fn flow_schema(opts: FlowOptions) -> Schema {
         Field::new("last_ts_ns", DataType::Int64, false),
         Field::new("duration_ns", DataType::Int64, false),
         Field::new("tcp_flags", DataType::UInt8, true),
-    ];
+    ]);
     if opts.bidirectional {
         for name in [
             "src2dst_packets",
@@ -399,36 +778,41 @@ pub fn flow_schema(opts: FlowOptions) -> Schema {
             fields.push(Field::new(name, DataType::UInt64, false));
         }
     }
-    if opts.timeouts() {
+    if opts.has_reason() {
         fields.push(Field::new("expiration_reason", DataType::Utf8, false));
     }
-    Schema::new(fields)
+    fields
 }
 
-fn flow_batch(
-    rows: &[(FlowTuple, FlowStats, Expiration)],
-    opts: FlowOptions,
-    total: u64,
-    not_aggregated: u64,
-) -> RecordBatch {
+fn basic_columns(rows: &[(FlowTuple, Row)], opts: FlowOptions) -> Vec<ArrayRef> {
     let n = rows.len();
-    let col = |f: &dyn Fn(&FlowTuple, &FlowStats) -> u64| -> ArrayRef {
-        prim::<UInt64Type>(rows.iter().map(|(k, s, _)| f(k, s)).collect(), None)
+    let col = |f: &dyn Fn(&FlowStats) -> u64| -> ArrayRef {
+        prim::<UInt64Type>(rows.iter().map(|(_, r)| f(&r.flow.stats)).collect(), None)
+    };
+    let ts = |f: &dyn Fn(&FlowStats) -> i64| -> ArrayRef {
+        prim::<Int64Type>(rows.iter().map(|(_, r)| f(&r.flow.stats)).collect(), None)
     };
     let mut src = Vec::with_capacity(n * ADDR_LEN);
     let mut dst = Vec::with_capacity(n * ADDR_LEN);
-    for (k, _, _) in rows {
+    for (k, _) in rows {
         src.extend_from_slice(&k.src);
         dst.extend_from_slice(&k.dst);
     }
     let opt16 = |f: &dyn Fn(&FlowTuple) -> Option<u16>| -> ArrayRef {
-        let v: Vec<Option<u16>> = rows.iter().map(|(k, _, _)| f(k)).collect();
+        let v: Vec<Option<u16>> = rows.iter().map(|(k, _)| f(k)).collect();
         prim::<UInt16Type>(
             v.iter().map(|x| x.unwrap_or(0)).collect(),
             Some(validity(n, |i| v[i].is_some())),
         )
     };
-    let mut columns: Vec<ArrayRef> = vec![
+    let mut columns: Vec<ArrayRef> = Vec::new();
+    if opts.flow_id {
+        columns.push(prim::<UInt64Type>(
+            rows.iter().map(|r| r.1.flow.id).collect(),
+            None,
+        ));
+    }
+    columns.extend([
         prim::<UInt8Type>(rows.iter().map(|r| r.0.ip_version).collect(), None),
         prim::<UInt8Type>(rows.iter().map(|r| r.0.protocol).collect(), None),
         addrs(src, None),
@@ -436,44 +820,30 @@ fn flow_batch(
         opt16(&|k| k.src_port),
         opt16(&|k| k.dst_port),
         opt16(&|k| k.vlan_id),
-        col(&|_, s| s.packets),
-        col(&|_, s| s.bytes),
-        prim::<Int64Type>(rows.iter().map(|r| r.1.first_ts_ns).collect(), None),
-        prim::<Int64Type>(rows.iter().map(|r| r.1.last_ts_ns).collect(), None),
-        prim::<Int64Type>(
-            rows.iter()
-                .map(|r| r.1.last_ts_ns.saturating_sub(r.1.first_ts_ns))
-                .collect(),
-            None,
-        ),
+        col(&|s| s.packets),
+        col(&|s| s.bytes),
+        ts(&|s| s.first_ts_ns),
+        ts(&|s| s.last_ts_ns),
+        ts(&|s| s.last_ts_ns.saturating_sub(s.first_ts_ns)),
         prim::<UInt8Type>(
-            rows.iter().map(|r| r.1.tcp_flags).collect(),
-            Some(validity(n, |i| rows[i].1.has_tcp_flags)),
+            rows.iter().map(|r| r.1.flow.stats.tcp_flags).collect(),
+            Some(validity(n, |i| rows[i].1.flow.stats.has_tcp_flags)),
         ),
-    ];
+    ]);
     if opts.bidirectional {
-        columns.push(col(&|_, s| s.src2dst_packets));
-        columns.push(col(&|_, s| s.src2dst_bytes));
-        columns.push(col(&|_, s| s.dst2src_packets));
-        columns.push(col(&|_, s| s.dst2src_bytes));
-        columns.push(col(&|_, s| s.packets));
-        columns.push(col(&|_, s| s.bytes));
+        columns.push(col(&|s| s.src2dst_packets));
+        columns.push(col(&|s| s.src2dst_bytes));
+        columns.push(col(&|s| s.dst2src_packets));
+        columns.push(col(&|s| s.dst2src_bytes));
+        columns.push(col(&|s| s.packets));
+        columns.push(col(&|s| s.bytes));
     }
-    if opts.timeouts() {
+    if opts.has_reason() {
         columns.push(Arc::new(StringArray::from_iter_values(
-            rows.iter().map(|r| r.2.as_str()),
+            rows.iter().map(|r| r.1.reason.as_str()),
         )));
     }
-    let mut schema = flow_schema(opts);
-    schema
-        .metadata
-        .insert("paclo.packets_total".to_string(), total.to_string());
-    schema.metadata.insert(
-        "paclo.packets_not_aggregated".to_string(),
-        not_aggregated.to_string(),
-    );
-    let schema: SchemaRef = Arc::new(schema);
-    RecordBatch::try_new(schema, columns).expect("flow columns match their schema")
+    columns
 }
 
 #[cfg(test)]

@@ -286,9 +286,9 @@ fn merged_tables_equal_one_pass() {
     while let Some(p) = src.next_packet() {
         whole.push(&p);
         if i < 400 {
-            part1.push(&p)
+            part1.push(&p);
         } else {
-            part2.push(&p)
+            part2.push(&p);
         }
         i += 1;
     }
@@ -297,7 +297,8 @@ fn merged_tables_equal_one_pass() {
     assert_eq!(batch, whole.to_batch());
     assert_eq!(
         batch
-            .column(7)
+            .column_by_name("packets")
+            .unwrap()
             .as_primitive::<UInt64Type>()
             .values()
             .iter()

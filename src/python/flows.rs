@@ -13,8 +13,8 @@ use super::gil::interruptible;
 use super::interop::ArrowStream;
 use crate::flow::text::{endpoint, proto_name};
 use crate::flow::{
-    self, columns, flows_source, project_source, FlowOptions, FlowTable, FlowTuple, Notices,
-    RawBatches, Walk,
+    self, columns, flows_source, project_source, project_source_with_ids, FeatureSpec, FlowOptions,
+    FlowTable, FlowTuple, Notices, RawBatches, Walk,
 };
 use crate::pcap::FileReader;
 use crate::source::{Limits, SourceLoop};
@@ -24,7 +24,7 @@ const LIVE_BATCH_ROWS: usize = 65_536;
 
 /// Warn about what a walk noticed: one warning per file with records longer than their
 /// snaplen, then the first truncated last record.
-fn warn(py: Python<'_>, notices: Notices) -> PyResult<()> {
+pub(crate) fn warn(py: Python<'_>, notices: Notices) -> PyResult<()> {
     for m in &notices.oversized {
         warn_oversized(py, m, 2)?;
     }
@@ -34,7 +34,7 @@ fn warn(py: Python<'_>, notices: Notices) -> PyResult<()> {
     }
 }
 
-fn nonempty(paths: Vec<PathBuf>) -> PyResult<Vec<PathBuf>> {
+pub(crate) fn nonempty(paths: Vec<PathBuf>) -> PyResult<Vec<PathBuf>> {
     if paths.is_empty() {
         return Err(PyValueError::new_err(
             "source must name at least one capture file",
@@ -43,7 +43,7 @@ fn nonempty(paths: Vec<PathBuf>) -> PyResult<Vec<PathBuf>> {
     Ok(paths)
 }
 
-fn positive(name: &str, n: usize) -> PyResult<usize> {
+pub(crate) fn positive(name: &str, n: usize) -> PyResult<usize> {
     if n == 0 {
         return Err(PyValueError::new_err(format!(
             "{name} must be a positive integer"
@@ -55,34 +55,99 @@ fn positive(name: &str, n: usize) -> PyResult<usize> {
 /// Project the packets of `source` (paths, or a live device) into an Arrow stream. A
 /// file's batches default to 2^20 rows: large batches let the columns sit on huge pages,
 /// which removes most of the cost of filling fresh memory.
+///
+/// With `flow_id`, files are read in order and a `flow_id` column holds each packet's
+/// flow id in the flow table of the same options (`bidirectional`, timeouts,
+/// `max_flows`).
 #[pyfunction]
-#[pyo3(signature = (source, *, filter = None, batch_size = 1_048_576))]
+#[pyo3(signature = (
+    source, *, filter = None, batch_size = 1_048_576, flow_id = false, bidirectional = false,
+    idle_timeout = None, active_timeout = None, max_flows = None,
+))]
+#[allow(clippy::too_many_arguments)]
 pub fn flow_project(
     py: Python<'_>,
     source: SourceArg,
     filter: Option<String>,
     batch_size: usize,
+    flow_id: bool,
+    bidirectional: bool,
+    idle_timeout: Option<f64>,
+    active_timeout: Option<f64>,
+    max_flows: Option<usize>,
 ) -> PyResult<ArrowStream> {
     let batch_size = positive("batch_size", batch_size)?;
+    let opts = flow_options(
+        bidirectional,
+        idle_timeout,
+        active_timeout,
+        &[],
+        1,
+        max_flows,
+        false,
+        false,
+    )?;
     let filter = filter.as_deref();
     let (batches, notices) = match source {
         SourceArg::Files(paths) => {
             let paths = nonempty(paths)?;
-            interruptible(py, paths.len() > 1, |stop| {
-                flow::project_files(&paths, filter, batch_size, stop)
+            interruptible(py, paths.len() > 1 && !flow_id, |stop| {
+                if flow_id {
+                    flow::project_files_with_ids(&paths, filter, batch_size, opts, stop)
+                } else {
+                    flow::project_files(&paths, filter, batch_size, stop)
+                }
             })?
         }
         SourceArg::Device(live) => {
             let mut lp = live.open(py, filter)?;
             let rows = batch_size.min(LIVE_BATCH_ROWS);
-            interruptible(py, false, |stop| project_source(&mut lp, rows, stop))?
+            interruptible(py, false, |stop| {
+                if flow_id {
+                    let mut table = FlowTable::new(opts);
+                    project_source_with_ids(&mut lp, rows, &mut table, stop)
+                } else {
+                    project_source(&mut lp, rows, stop)
+                }
+            })?
         }
     };
     warn(py, notices)?;
     Ok(ArrowStream::from_batches(
-        columns::projection_schema(),
+        columns::projection_schema_with(flow_id),
         batches,
     ))
+}
+
+/// The options of a flow table or meter, checked: `features` names the feature groups
+/// (`splt` packets for `"splt"`), `reasons` asks for `expiration_reason` always, `flow_id`
+/// for the `flow_id` column.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn flow_options(
+    bidirectional: bool,
+    idle_timeout: Option<f64>,
+    active_timeout: Option<f64>,
+    features: &[String],
+    splt: u32,
+    max_flows: Option<usize>,
+    reasons: bool,
+    flow_id: bool,
+) -> PyResult<FlowOptions> {
+    if max_flows == Some(0) {
+        return Err(PyValueError::new_err(
+            "max_flows must be a positive integer or None, not 0",
+        ));
+    }
+    Ok(FlowOptions {
+        bidirectional,
+        idle_timeout_ns: seconds_to_ns("idle_timeout", idle_timeout)?,
+        active_timeout_ns: seconds_to_ns("active_timeout", active_timeout)?,
+        key_vlan: true,
+        max_flows,
+        features: FeatureSpec::parse(features, splt)?,
+        reasons,
+        flow_id,
+    })
 }
 
 fn seconds_to_ns(name: &str, v: Option<f64>) -> PyResult<Option<i64>> {
@@ -131,9 +196,14 @@ fn device_table(
     })
 }
 
-/// Aggregate the packets of `source` into a flow table (an Arrow stream of one batch).
+/// Aggregate the packets of `source` into a flow table (an Arrow stream of one batch),
+/// with the feature groups `features` names.
 #[pyfunction]
-#[pyo3(signature = (source, *, bidirectional = false, idle_timeout = None, active_timeout = None, filter = None))]
+#[pyo3(signature = (
+    source, *, bidirectional = false, idle_timeout = None, active_timeout = None, filter = None,
+    features = Vec::new(), splt = 10, max_flows = None, flow_id = false,
+))]
+#[allow(clippy::too_many_arguments)]
 pub fn flow_table(
     py: Python<'_>,
     source: SourceArg,
@@ -141,13 +211,21 @@ pub fn flow_table(
     idle_timeout: Option<f64>,
     active_timeout: Option<f64>,
     filter: Option<String>,
+    features: Vec<String>,
+    splt: u32,
+    max_flows: Option<usize>,
+    flow_id: bool,
 ) -> PyResult<ArrowStream> {
-    let opts = FlowOptions {
+    let opts = flow_options(
         bidirectional,
-        idle_timeout_ns: seconds_to_ns("idle_timeout", idle_timeout)?,
-        active_timeout_ns: seconds_to_ns("active_timeout", active_timeout)?,
-        key_vlan: true,
-    };
+        idle_timeout,
+        active_timeout,
+        &features,
+        splt,
+        max_flows,
+        false,
+        flow_id,
+    )?;
     let table = build_table(py, source, filter, opts)?;
     let batch = py.detach(|| table.to_batch());
     Ok(ArrowStream::from_batches(batch.schema(), vec![batch]))

@@ -89,9 +89,7 @@ impl ArrowStream {
 impl ArrowStream {
     /// The schema as an `arrow_schema` capsule.
     fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
-        let ffi = FFI_ArrowSchema::try_from(self.schema.as_ref())
-            .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
-        PyCapsule::new_with_value(py, ffi, c"arrow_schema")
+        schema_capsule(py, &self.schema)
     }
 
     /// The batches as an `arrow_array_stream` capsule (once; the stream is then consumed).
@@ -164,13 +162,7 @@ impl ArrowStream {
                 }
             }
         };
-        let one = ArrowStream::from_batches(self.schema.clone(), vec![batch]);
-        let out = py
-            .import("pyarrow")?
-            .getattr("RecordBatchReader")?
-            .call_method1("from_stream", (one,))?
-            .call_method0("read_next_batch")?
-            .unbind();
+        let out = to_pyarrow(py, self.schema.clone(), batch)?;
         if let Some(Content::Raw(raw)) = guard.as_mut() {
             if let Some(m) = raw.batches.take_oversized() {
                 if let Err(e) = warn_oversized(py, &m, 1) {
@@ -199,4 +191,23 @@ impl ArrowStream {
             }))),
         }
     }
+}
+
+/// `schema` as an `arrow_schema` capsule.
+pub fn schema_capsule<'py>(py: Python<'py>, schema: &SchemaRef) -> PyResult<Bound<'py, PyCapsule>> {
+    let ffi = FFI_ArrowSchema::try_from(schema.as_ref())
+        .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    PyCapsule::new_with_value(py, ffi, c"arrow_schema")
+}
+
+/// `batch` as a pyarrow RecordBatch (through the PyCapsule interface, no copy; pyarrow is
+/// imported on first use).
+pub fn to_pyarrow(py: Python<'_>, schema: SchemaRef, batch: RecordBatch) -> PyResult<Py<PyAny>> {
+    let one = ArrowStream::from_batches(schema, vec![batch]);
+    Ok(py
+        .import("pyarrow")?
+        .getattr("RecordBatchReader")?
+        .call_method1("from_stream", (one,))?
+        .call_method0("read_next_batch")?
+        .unbind())
 }

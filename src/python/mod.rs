@@ -9,8 +9,8 @@
 //! - [`error`]: crate errors to Python exceptions, the one mapping;
 //! - [`gil`] and [`hooks`]: the interpreter around native loops, user callbacks;
 //! - one file of `#[pyfunction]`s and classes per area: [`read`], [`write`], [`capture`],
-//!   [`fanout`], [`flows`], [`fingerprint`], [`analysis`], [`decode`], [`devices`], [`perf`],
-//!   [`generator`].
+//!   [`fanout`], [`flows`], [`flow_stream`], [`fingerprint`], [`analysis`], [`decode`],
+//!   [`devices`], [`perf`], [`generator`].
 //!
 //! The `#[pymodule]` below is the one list of what the module exports.
 
@@ -22,6 +22,7 @@ mod devices;
 mod error;
 mod fanout;
 mod fingerprint;
+mod flow_stream;
 mod flows;
 mod generator;
 mod gil;
@@ -52,6 +53,8 @@ fn _paclo(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(flows::flow_table, m)?)?;
     m.add_function(wrap_pyfunction!(flows::flow_topn, m)?)?;
     m.add_function(wrap_pyfunction!(flows::read_batches, m)?)?;
+    m.add_class::<flow_stream::FlowStream>()?;
+    m.add_function(wrap_pyfunction!(flow_stream::flow_stream, m)?)?;
     // Fingerprints.
     m.add_function(wrap_pyfunction!(fingerprint::fingerprint_methods, m)?)?;
     m.add_function(wrap_pyfunction!(fingerprint::fingerprint_table, m)?)?;

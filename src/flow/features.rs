@@ -1,0 +1,743 @@
+//! Per-flow features beyond the basic counters, opt-in (`features=`).
+//!
+//! A feature group keeps its own state for every live flow, in a slot the
+//! [`FeatureStore`] hands out when the flow starts, updates it for each of the flow's
+//! packets, and writes its columns when the flow's row is written. Slots are reused once
+//! a row is written, so a long run allocates per flow at most, never per packet. The
+//! basic table has no group and pays nothing for them.
+//!
+//! Built-in groups: [`Statistical`] (packet size and inter-arrival statistics, per-flag
+//! counts), [`Splt`] (the first N packets), [`Macs`] (Ethernet addresses) and the
+//! application hints of [`super::app`]. Other modules add their own group through the
+//! [`FeatureGroup`] trait (see [`FeatureStore::add_group`]).
+
+use std::sync::Arc;
+
+use arrow_array::types::{Float64Type, Int64Type, Int8Type, UInt32Type, UInt64Type};
+use arrow_array::{ArrayRef, FixedSizeBinaryArray, ListArray, PrimitiveArray};
+use arrow_buffer::{Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow_schema::{DataType, Field};
+
+use super::app::AppHints;
+use super::fingerprints::{self, FlowFingerprints};
+use crate::decode::fastpath::{linktype, FlowFields};
+use crate::error::{Error, Result};
+use crate::fingerprint::{Method, Methods};
+use crate::source::RawPacket;
+
+/// Which built-in feature groups a table computes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FeatureSpec {
+    /// Packet size and inter-arrival statistics, per-flag packet counts.
+    pub statistical: bool,
+    /// Sizes, directions and gaps of the first `splt` packets (0: off).
+    pub splt: u16,
+    /// Source and destination MAC addresses.
+    pub mac: bool,
+    /// Application protocol by payload signature, server name, user agent, ALPN.
+    pub app: bool,
+    /// The fingerprint columns (methods of [`super::fingerprints::COLUMNS`]; none: off).
+    pub fingerprints: Methods,
+}
+
+/// The names `features=` accepts, in the order of their columns; each fingerprint
+/// column's name (`"ja4"`, `"ja4s"`, ...) asks for that column alone.
+pub const FEATURE_NAMES: [&str; 7] = [
+    "basic",
+    "statistical",
+    "splt",
+    "mac",
+    "app",
+    "fingerprints",
+    "all",
+];
+
+impl FeatureSpec {
+    /// No group: the basic table.
+    pub fn is_basic(&self) -> bool {
+        *self == FeatureSpec::default()
+    }
+
+    /// The groups `names` ask for (see [`FEATURE_NAMES`]; `"all"` is statistical, splt,
+    /// mac and app, `"basic"` adds nothing, `"fingerprints"` every fingerprint column: JA4+
+    /// methods are named, never implied); `splt` is the number of packets of `"splt"`
+    /// (1-65535).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming an unknown feature, or a bad `splt`.
+    pub fn parse<S: AsRef<str>>(names: &[S], splt: u32) -> Result<FeatureSpec> {
+        let mut spec = FeatureSpec::default();
+        let splt = u16::try_from(splt).ok().filter(|n| *n > 0).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "splt must be a number of packets from 1 to 65535, not {splt}"
+            ))
+        })?;
+        for name in names {
+            match name.as_ref() {
+                "basic" => {}
+                "statistical" => spec.statistical = true,
+                "splt" => spec.splt = splt,
+                "mac" => spec.mac = true,
+                "app" => spec.app = true,
+                "all" => {
+                    spec.statistical = true;
+                    spec.splt = splt;
+                    spec.mac = true;
+                    spec.app = true;
+                }
+                "fingerprints" => spec.fingerprints = fingerprints::ALL,
+                other => match Method::from_name(other).filter(|m| fingerprints::ALL.has(*m)) {
+                    Some(m) => spec.fingerprints = spec.fingerprints.with(m),
+                    None => {
+                        return Err(Error::InvalidArgument(format!(
+                            "features must name {} or a fingerprint column ({}), not '{other}'",
+                            FEATURE_NAMES.map(|n| format!("'{n}'")).join(", "),
+                            fingerprints::COLUMNS
+                                .map(|m| format!("'{}'", m.name()))
+                                .join(", ")
+                        )))
+                    }
+                },
+            }
+        }
+        Ok(spec)
+    }
+}
+
+/// What a feature group sees of one packet.
+#[derive(Clone, Copy, Debug)]
+pub struct PacketView<'a> {
+    /// The packet.
+    pub pkt: &'a RawPacket<'a>,
+    /// Its fast-path fields.
+    pub fields: &'a FlowFields,
+    /// Whether it runs from the flow key's source to its destination (always true for
+    /// unidirectional tables).
+    pub forward: bool,
+}
+
+impl<'a> PacketView<'a> {
+    /// The TCP or UDP payload (empty for other protocols).
+    #[inline]
+    pub fn payload(&self) -> &'a [u8] {
+        self.fields.payload(self.pkt.data)
+    }
+}
+
+/// A group of per-flow features: per-flow state in slots, finalised into columns.
+///
+/// The store calls [`open`](Self::open) when a flow starts in a slot, then
+/// [`packet`](Self::packet) for every packet of that flow (its first included), then
+/// [`columns`](Self::columns) when rows are written (a slot is not reopened before its
+/// row is written). `packet` must not allocate.
+pub trait FeatureGroup: Send {
+    /// The group's columns, in the order [`columns`](Self::columns) writes them.
+    fn fields(&self) -> Vec<Field>;
+    /// A flow starts in `slot`: a slot seen before is reset, a new one is `len` (the
+    /// number of slots opened so far).
+    fn open(&mut self, slot: usize);
+    /// One packet of the flow in `slot`.
+    fn packet(&mut self, slot: usize, p: &PacketView<'_>);
+    /// The flow in `slot` ended (expired, evicted, or the input ended); its row is
+    /// written later.
+    fn close(&mut self, _slot: usize) {}
+    /// Append the group's columns for the flows in `slots`, in that order.
+    fn columns(&self, slots: &[u32], out: &mut Vec<ArrayRef>);
+}
+
+/// A slot index of a flow without features.
+pub const NO_SLOT: u32 = u32::MAX;
+
+/// The feature groups of a table and the slots of its flows.
+#[derive(Default)]
+pub struct FeatureStore {
+    groups: Vec<Box<dyn FeatureGroup>>,
+    free: Vec<u32>,
+    slots: u32,
+}
+
+impl FeatureStore {
+    /// The built-in groups of `spec`; `bidirectional` names the direction columns.
+    pub fn new(spec: FeatureSpec, bidirectional: bool) -> Self {
+        let mut s = FeatureStore::default();
+        if spec.statistical {
+            s.add_group(Box::new(Statistical::new(bidirectional)));
+        }
+        if spec.splt > 0 {
+            s.add_group(Box::new(Splt::new(spec.splt)));
+        }
+        if spec.mac {
+            s.add_group(Box::new(Macs::default()));
+        }
+        if spec.app {
+            s.add_group(Box::new(AppHints::default()));
+        }
+        if !spec.fingerprints.is_empty() {
+            s.add_group(Box::new(FlowFingerprints::new(spec.fingerprints)));
+        }
+        s
+    }
+
+    /// Add a group; its columns follow those of the groups added before it.
+    pub fn add_group(&mut self, g: Box<dyn FeatureGroup>) {
+        self.groups.push(g);
+    }
+
+    /// Whether there is no group.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.groups.is_empty()
+    }
+
+    /// A slot for a new flow, opened in every group.
+    pub fn open(&mut self) -> u32 {
+        let slot = self.free.pop().unwrap_or_else(|| {
+            self.slots += 1;
+            self.slots - 1
+        });
+        for g in &mut self.groups {
+            g.open(slot as usize);
+        }
+        slot
+    }
+
+    /// One packet of the flow in `slot`.
+    #[inline]
+    pub fn packet(&mut self, slot: u32, p: &PacketView<'_>) {
+        for g in &mut self.groups {
+            g.packet(slot as usize, p);
+        }
+    }
+
+    /// The flow in `slot` ended.
+    pub fn close(&mut self, slot: u32) {
+        if slot != NO_SLOT {
+            for g in &mut self.groups {
+                g.close(slot as usize);
+            }
+        }
+    }
+
+    /// Make `slots` available again (their rows are written).
+    pub fn release(&mut self, slots: impl IntoIterator<Item = u32>) {
+        self.free
+            .extend(slots.into_iter().filter(|s| *s != NO_SLOT));
+    }
+
+    /// The columns of every group, in order.
+    pub fn fields(&self) -> Vec<Field> {
+        self.groups.iter().flat_map(|g| g.fields()).collect()
+    }
+
+    /// Every group's columns for the flows in `slots`.
+    pub fn columns(&self, slots: &[u32], out: &mut Vec<ArrayRef>) {
+        for g in &self.groups {
+            g.columns(slots, out);
+        }
+    }
+}
+
+/// A primitive column with a value or null per row.
+pub(crate) fn nullable<T: arrow_array::ArrowPrimitiveType>(
+    rows: impl ExactSizeIterator<Item = Option<T::Native>>,
+) -> ArrayRef {
+    let mut values = Vec::with_capacity(rows.len());
+    let mut valid = Vec::with_capacity(rows.len());
+    for v in rows {
+        valid.push(v.is_some());
+        values.push(v.unwrap_or_default());
+    }
+    let nulls = NullBuffer::from(valid);
+    let nulls = (nulls.null_count() > 0).then_some(nulls);
+    Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(values), nulls))
+}
+
+/// A primitive column without nulls.
+pub(crate) fn dense<T: arrow_array::ArrowPrimitiveType>(
+    rows: impl Iterator<Item = T::Native>,
+) -> ArrayRef {
+    Arc::new(PrimitiveArray::<T>::new(
+        ScalarBuffer::from(rows.collect::<Vec<_>>()),
+        None,
+    ))
+}
+
+/// Count, sum and sum of squares of integer samples, exactly (128-bit), with min and max.
+///
+/// Mean and sample variance come from the exact sums at the end: the variance numerator
+/// `n * sum(x^2) - sum(x)^2` is an exact integer, so there is no cancellation and no
+/// rounding until the one division (a running Welford update would round at every
+/// packet and divide per packet).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Moments {
+    sum: i128,
+    sumsq: u128,
+    n: u64,
+    min: i64,
+    max: i64,
+}
+
+impl Default for Moments {
+    fn default() -> Self {
+        Moments {
+            sum: 0,
+            sumsq: 0,
+            n: 0,
+            min: i64::MAX,
+            max: i64::MIN,
+        }
+    }
+}
+
+impl Moments {
+    /// Add one sample.
+    #[inline(always)]
+    pub fn add(&mut self, x: i64) {
+        let w = i128::from(x);
+        self.n += 1;
+        self.sum = self.sum.wrapping_add(w);
+        self.sumsq = self.sumsq.wrapping_add(w.unsigned_abs() * w.unsigned_abs());
+        self.min = self.min.min(x);
+        self.max = self.max.max(x);
+    }
+
+    /// The moments of both sample sets together (exact).
+    pub fn merged(&self, o: &Moments) -> Moments {
+        Moments {
+            sum: self.sum.wrapping_add(o.sum),
+            sumsq: self.sumsq.wrapping_add(o.sumsq),
+            n: self.n + o.n,
+            min: self.min.min(o.min),
+            max: self.max.max(o.max),
+        }
+    }
+
+    /// Samples added.
+    pub fn count(&self) -> u64 {
+        self.n
+    }
+
+    /// The smallest sample.
+    pub fn min(&self) -> Option<i64> {
+        (self.n > 0).then_some(self.min)
+    }
+
+    /// The largest sample.
+    pub fn max(&self) -> Option<i64> {
+        (self.n > 0).then_some(self.max)
+    }
+
+    /// The mean.
+    pub fn mean(&self) -> Option<f64> {
+        (self.n > 0).then(|| self.sum as f64 / self.n as f64)
+    }
+
+    /// The sample standard deviation (n - 1 in the denominator), for two samples or more.
+    pub fn stddev(&self) -> Option<f64> {
+        if self.n < 2 {
+            return None;
+        }
+        let n = i128::from(self.n);
+        let num = i128::try_from(self.sumsq)
+            .ok()
+            .and_then(|s2| n.checked_mul(s2))
+            .and_then(|a| {
+                self.sum
+                    .checked_mul(self.sum)
+                    .and_then(|b| a.checked_sub(b))
+            });
+        let var = match num {
+            Some(num) => num.max(0) as f64 / (self.n as f64 * (self.n - 1) as f64),
+            // Beyond 128 bits: the same formula in floating point.
+            None => {
+                let (nf, s) = (self.n as f64, self.sum as f64);
+                ((self.sumsq as f64 - s * s / nf) / (nf - 1.0)).max(0.0)
+            }
+        };
+        Some(var.sqrt())
+    }
+}
+
+/// TCP flag bits in the order of the per-flag columns (nfstream's).
+const FLAG_COLUMNS: [(&str, u8); 8] = [
+    ("syn", 0x02),
+    ("cwr", 0x80),
+    ("ece", 0x40),
+    ("urg", 0x20),
+    ("ack", 0x10),
+    ("psh", 0x08),
+    ("rst", 0x04),
+    ("fin", 0x01),
+];
+
+/// Statistics of one direction (or of a unidirectional flow).
+#[derive(Clone, Copy, Debug, Default)]
+struct DirStats {
+    ps: Moments,
+    piat: Moments,
+    /// The previous packet's time (for the gaps), the earliest and the latest time.
+    prev_ts: i64,
+    first_ts: i64,
+    last_ts: i64,
+    /// Packets with each TCP flag, indexed by bit (FIN = bit 0 ... CWR = bit 7).
+    flags: [u64; 8],
+}
+
+impl DirStats {
+    #[inline(always)]
+    fn add(&mut self, ts: i64, size: u32, flags: u8) {
+        if self.ps.n > 0 {
+            self.piat.add(ts.saturating_sub(self.prev_ts));
+            self.first_ts = self.first_ts.min(ts);
+            self.last_ts = self.last_ts.max(ts);
+        } else {
+            self.first_ts = ts;
+            self.last_ts = ts;
+        }
+        self.prev_ts = ts;
+        self.ps.add(i64::from(size));
+        let mut f = flags;
+        while f != 0 {
+            self.flags[f.trailing_zeros() as usize] += 1;
+            f &= f - 1;
+        }
+    }
+}
+
+/// One flow's statistics: per direction (only the first for unidirectional tables), and
+/// the gaps between consecutive packets of either direction. The whole flow's sizes,
+/// flags and times are the directions' combined exactly when the columns are written.
+#[derive(Clone, Copy, Debug, Default)]
+struct FlowStatState {
+    dirs: [DirStats; 2],
+    piat: Moments,
+    prev_ts: i64,
+}
+
+impl FlowStatState {
+    /// Size moments of both directions.
+    fn ps(&self) -> Moments {
+        self.dirs[0].ps.merged(&self.dirs[1].ps)
+    }
+}
+
+/// Post-mortem statistics (nfstream's `statistical_analysis`): per direction and for the
+/// whole flow, min/mean/stddev/max of the packet size (wire length) and of the
+/// inter-arrival time, and the number of packets carrying each TCP flag; with directions,
+/// also each direction's first and last packet time and duration.
+pub struct Statistical {
+    bidirectional: bool,
+    flows: Vec<FlowStatState>,
+}
+
+/// What a statistical column reads: the whole flow, or direction 0 or 1.
+#[derive(Clone, Copy)]
+enum Part {
+    Whole,
+    Dir(usize),
+}
+
+impl Statistical {
+    /// Direction columns (`src2dst_`, `dst2src_`) when `bidirectional`.
+    pub fn new(bidirectional: bool) -> Self {
+        Statistical {
+            bidirectional,
+            flows: Vec::new(),
+        }
+    }
+
+    /// Column-name prefixes and the part each reads.
+    fn prefixes(&self) -> &'static [(&'static str, Part)] {
+        if self.bidirectional {
+            &[
+                ("bidirectional_", Part::Whole),
+                ("src2dst_", Part::Dir(0)),
+                ("dst2src_", Part::Dir(1)),
+            ]
+        } else {
+            &[("", Part::Dir(0))]
+        }
+    }
+}
+
+impl FeatureGroup for Statistical {
+    fn fields(&self) -> Vec<Field> {
+        let mut out = Vec::new();
+        for (what, unit, ty) in [
+            ("ps", "", DataType::UInt32),
+            ("piat", "_ns", DataType::Int64),
+        ] {
+            for (p, _) in self.prefixes() {
+                out.push(Field::new(format!("{p}min_{what}{unit}"), ty.clone(), true));
+                out.push(Field::new(
+                    format!("{p}mean_{what}{unit}"),
+                    DataType::Float64,
+                    true,
+                ));
+                out.push(Field::new(
+                    format!("{p}stddev_{what}{unit}"),
+                    DataType::Float64,
+                    true,
+                ));
+                out.push(Field::new(format!("{p}max_{what}{unit}"), ty.clone(), true));
+            }
+        }
+        for (p, _) in self.prefixes() {
+            for (flag, _) in FLAG_COLUMNS {
+                out.push(Field::new(
+                    format!("{p}{flag}_packets"),
+                    DataType::UInt64,
+                    false,
+                ));
+            }
+        }
+        for (p, part) in self.prefixes() {
+            if matches!(part, Part::Dir(_)) && self.bidirectional {
+                for what in ["first_ts_ns", "last_ts_ns", "duration_ns"] {
+                    out.push(Field::new(format!("{p}{what}"), DataType::Int64, true));
+                }
+            }
+        }
+        out
+    }
+
+    fn open(&mut self, slot: usize) {
+        let fresh = FlowStatState::default();
+        match self.flows.get_mut(slot) {
+            Some(s) => *s = fresh,
+            None => self.flows.push(fresh),
+        }
+    }
+
+    #[inline]
+    fn packet(&mut self, slot: usize, p: &PacketView<'_>) {
+        let s = &mut self.flows[slot];
+        let flags = if p.fields.has_tcp_flags {
+            p.fields.tcp_flags
+        } else {
+            0
+        };
+        let ts = p.pkt.ts_ns;
+        if self.bidirectional {
+            if s.dirs[0].ps.n + s.dirs[1].ps.n > 0 {
+                s.piat.add(ts.saturating_sub(s.prev_ts));
+            }
+            s.prev_ts = ts;
+        }
+        s.dirs[usize::from(!p.forward)].add(ts, p.pkt.wirelen, flags);
+    }
+
+    fn columns(&self, slots: &[u32], out: &mut Vec<ArrayRef>) {
+        let rows = || slots.iter().map(|&s| &self.flows[s as usize]);
+        for piat in [false, true] {
+            for &(_, part) in self.prefixes() {
+                let m = move |s: &FlowStatState| match (part, piat) {
+                    (Part::Whole, false) => s.ps(),
+                    (Part::Whole, true) => s.piat,
+                    (Part::Dir(d), false) => s.dirs[d].ps,
+                    (Part::Dir(d), true) => s.dirs[d].piat,
+                };
+                if piat {
+                    out.push(nullable::<Int64Type>(rows().map(|s| m(s).min())));
+                } else {
+                    out.push(nullable::<UInt32Type>(
+                        rows().map(|s| m(s).min().map(|v| v as u32)),
+                    ));
+                }
+                out.push(nullable::<Float64Type>(rows().map(|s| m(s).mean())));
+                out.push(nullable::<Float64Type>(rows().map(|s| m(s).stddev())));
+                if piat {
+                    out.push(nullable::<Int64Type>(rows().map(|s| m(s).max())));
+                } else {
+                    out.push(nullable::<UInt32Type>(
+                        rows().map(|s| m(s).max().map(|v| v as u32)),
+                    ));
+                }
+            }
+        }
+        for &(_, part) in self.prefixes() {
+            for (_, bit) in FLAG_COLUMNS {
+                let i = bit.trailing_zeros() as usize;
+                out.push(dense::<UInt64Type>(rows().map(|s| match part {
+                    Part::Whole => s.dirs[0].flags[i] + s.dirs[1].flags[i],
+                    Part::Dir(d) => s.dirs[d].flags[i],
+                })));
+            }
+        }
+        if self.bidirectional {
+            for d in [0, 1] {
+                let seen = move |s: &FlowStatState| s.dirs[d].ps.n > 0;
+                let dir = move |s: &FlowStatState| s.dirs[d];
+                out.push(nullable::<Int64Type>(
+                    rows().map(|s| seen(s).then(|| dir(s).first_ts)),
+                ));
+                out.push(nullable::<Int64Type>(
+                    rows().map(|s| seen(s).then(|| dir(s).last_ts)),
+                ));
+                out.push(nullable::<Int64Type>(rows().map(|s| {
+                    seen(s).then(|| dir(s).last_ts.saturating_sub(dir(s).first_ts))
+                })));
+            }
+        }
+    }
+}
+
+/// Early-flow features (nfstream's `splt_analysis`): the direction, wire length and gap
+/// to the previous packet of the flow's first `n` packets, as list columns.
+pub struct Splt {
+    n: usize,
+    /// Per slot: packets recorded so far and the last packet's time.
+    seen: Vec<(u16, i64)>,
+    /// `n` entries per slot.
+    direction: Vec<i8>,
+    ps: Vec<u32>,
+    piat: Vec<i64>,
+}
+
+impl Splt {
+    /// The first `n` packets (at least 1).
+    pub fn new(n: u16) -> Self {
+        Splt {
+            n: usize::from(n.max(1)),
+            seen: Vec::new(),
+            direction: Vec::new(),
+            ps: Vec::new(),
+            piat: Vec::new(),
+        }
+    }
+
+    fn list<T: arrow_array::ArrowPrimitiveType>(
+        &self,
+        slots: &[u32],
+        values: &[T::Native],
+        item: DataType,
+    ) -> ArrayRef {
+        let mut offsets = Vec::with_capacity(slots.len() + 1);
+        let mut flat = Vec::new();
+        offsets.push(0i32);
+        for &s in slots {
+            let s = s as usize;
+            let len = usize::from(self.seen[s].0);
+            flat.extend_from_slice(&values[s * self.n..s * self.n + len]);
+            offsets.push(flat.len() as i32);
+        }
+        let values = PrimitiveArray::<T>::new(ScalarBuffer::from(flat), None);
+        Arc::new(ListArray::new(
+            Arc::new(Field::new("item", item, false)),
+            OffsetBuffer::new(ScalarBuffer::from(offsets)),
+            Arc::new(values),
+            None,
+        ))
+    }
+}
+
+impl FeatureGroup for Splt {
+    fn fields(&self) -> Vec<Field> {
+        let list = |item: DataType| DataType::List(Arc::new(Field::new("item", item, false)));
+        vec![
+            Field::new("splt_direction", list(DataType::Int8), false),
+            Field::new("splt_ps", list(DataType::UInt32), false),
+            Field::new("splt_piat_ns", list(DataType::Int64), false),
+        ]
+    }
+
+    fn open(&mut self, slot: usize) {
+        if slot == self.seen.len() {
+            self.seen.push((0, 0));
+            self.direction.resize(self.direction.len() + self.n, 0);
+            self.ps.resize(self.ps.len() + self.n, 0);
+            self.piat.resize(self.piat.len() + self.n, 0);
+        } else {
+            self.seen[slot] = (0, 0);
+        }
+    }
+
+    #[inline]
+    fn packet(&mut self, slot: usize, p: &PacketView<'_>) {
+        let (count, last) = &mut self.seen[slot];
+        let i = usize::from(*count);
+        if i == self.n {
+            return;
+        }
+        let at = slot * self.n + i;
+        let ts = p.pkt.ts_ns;
+        self.direction[at] = i8::from(!p.forward);
+        self.ps[at] = p.pkt.wirelen;
+        self.piat[at] = if i == 0 { 0 } else { ts.saturating_sub(*last) };
+        *last = ts;
+        *count += 1;
+    }
+
+    fn columns(&self, slots: &[u32], out: &mut Vec<ArrayRef>) {
+        out.push(self.list::<Int8Type>(slots, &self.direction, DataType::Int8));
+        out.push(self.list::<UInt32Type>(slots, &self.ps, DataType::UInt32));
+        out.push(self.list::<Int64Type>(slots, &self.piat, DataType::Int64));
+    }
+}
+
+/// Width of a MAC address column: `fixed_size_binary(6)`.
+pub const MAC_LEN: usize = 6;
+
+/// The Ethernet addresses of the flow key's source and destination, from the flow's
+/// first packet (null for link types without Ethernet addresses).
+#[derive(Default)]
+pub struct Macs {
+    /// Per slot: src, dst, whether known, whether the first packet was seen.
+    macs: Vec<([u8; MAC_LEN], [u8; MAC_LEN], bool, bool)>,
+}
+
+impl FeatureGroup for Macs {
+    fn fields(&self) -> Vec<Field> {
+        let ty = DataType::FixedSizeBinary(MAC_LEN as i32);
+        vec![
+            Field::new("src_mac", ty.clone(), true),
+            Field::new("dst_mac", ty, true),
+        ]
+    }
+
+    fn open(&mut self, slot: usize) {
+        let fresh = ([0; MAC_LEN], [0; MAC_LEN], false, false);
+        match self.macs.get_mut(slot) {
+            Some(m) => *m = fresh,
+            None => self.macs.push(fresh),
+        }
+    }
+
+    #[inline]
+    fn packet(&mut self, slot: usize, p: &PacketView<'_>) {
+        let m = &mut self.macs[slot];
+        if m.3 {
+            return;
+        }
+        m.3 = true;
+        if p.pkt.linktype != linktype::ETHERNET {
+            return;
+        }
+        let Some(h) = p.pkt.data.get(..2 * MAC_LEN) else {
+            return;
+        };
+        let (dst, src) = h.split_at(MAC_LEN);
+        let (a, b) = if p.forward { (src, dst) } else { (dst, src) };
+        m.0.copy_from_slice(a);
+        m.1.copy_from_slice(b);
+        m.2 = true;
+    }
+
+    fn columns(&self, slots: &[u32], out: &mut Vec<ArrayRef>) {
+        for pick in [0, 1] {
+            let mut bytes = Vec::with_capacity(slots.len() * MAC_LEN);
+            let mut valid = Vec::with_capacity(slots.len());
+            for &s in slots {
+                let m = &self.macs[s as usize];
+                bytes.extend_from_slice(if pick == 0 { &m.0 } else { &m.1 });
+                valid.push(m.2);
+            }
+            let nulls = NullBuffer::from(valid);
+            out.push(Arc::new(FixedSizeBinaryArray::new(
+                MAC_LEN as i32,
+                Buffer::from_vec(bytes),
+                (nulls.null_count() > 0).then_some(nulls),
+            )));
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! The JA4 family as flow columns (`features="fingerprints"` or a method's column name).
+//!
+//! One [`Fingerprinter`] (the bounded per-connection state machine of
+//! [`crate::fingerprint`]) reads the packets of the flows; a fingerprint a packet completes
+//! belongs to that packet's flow, and each column holds the **first** value its flow got
+//! (the leaf certificate for `ja4x`, the first SYN-ACK for `ja4ts`, the first window for
+//! `ja4ssh`). When a flow ends (idle, active, evicted, or the end of the input), the JA4SSH
+//! window its connection holds open is closed and given to it, as
+//! [`Fingerprinter::finish`] does at the end of a capture.
+//!
+//! The state machine reads a flow's first [`FEED_PACKETS`] TCP or UDP packets (the
+//! handshakes, hellos, certificates and first request are there), then only the packets
+//! of SSH connections (port 22 or an `SSH-` banner) still without a `ja4ssh`, and nothing
+//! once every asked column has its value: a long flow costs its first packets only.
+
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, StringArray};
+use arrow_schema::{DataType, Field};
+
+use super::features::{FeatureGroup, PacketView};
+use crate::fingerprint::{ja4ssh, Config, Endpoint, Event, Fingerprinter, Method, Methods};
+
+/// The methods with a flow column, in column order.
+pub const COLUMNS: [Method; 9] = [
+    Method::Ja4,
+    Method::Ja4S,
+    Method::Ja4H,
+    Method::Ja4T,
+    Method::Ja4TS,
+    Method::Ja4LC,
+    Method::Ja4LS,
+    Method::Ja4Ssh,
+    Method::Ja4X,
+];
+
+/// Every method with a flow column.
+pub const ALL: Methods = {
+    let mut m = Methods::NONE;
+    let mut i = 0;
+    while i < COLUMNS.len() {
+        m = m.with(COLUMNS[i]);
+        i += 1;
+    }
+    m
+};
+
+/// The bit of `ja4ssh` in [`Prints::have`] (its index in [`COLUMNS`]).
+const SSH_BIT: u16 = 1 << 7;
+
+/// Packets of a flow the state machine reads before it reads only SSH connections.
+pub const FEED_PACKETS: u32 = 64;
+
+const TCP: u8 = 6;
+const UDP: u8 = 17;
+
+fn column_of(m: Method) -> Option<usize> {
+    COLUMNS.iter().position(|c| *c == m)
+}
+
+/// One flow's values and what the state machine has read of it.
+#[derive(Default)]
+struct Prints {
+    values: [String; COLUMNS.len()],
+    /// Columns with a value (bit `i` for `COLUMNS[i]`).
+    have: u16,
+    fed: u32,
+    /// The endpoints of its first TCP packet, for the JA4SSH window at its end.
+    tcp: Option<(Endpoint, Endpoint)>,
+    ssh: bool,
+}
+
+impl Prints {
+    fn reset(&mut self) {
+        for v in &mut self.values {
+            v.clear();
+        }
+        self.have = 0;
+        self.fed = 0;
+        self.tcp = None;
+        self.ssh = false;
+    }
+
+    /// Keep `e` if it is the first value of its column.
+    fn take(&mut self, e: &Event) {
+        if let Some(i) = column_of(e.method) {
+            if self.have & (1 << i) == 0 {
+                self.have |= 1 << i;
+                self.values[i].push_str(e.value);
+            }
+        }
+    }
+}
+
+/// The fingerprint columns of the methods asked for.
+pub struct FlowFingerprints {
+    fp: Fingerprinter,
+    /// The asked columns (indices into [`COLUMNS`]).
+    columns: Vec<usize>,
+    /// Bits of the asked columns.
+    want: u16,
+    ssh_wanted: bool,
+    flows: Vec<Prints>,
+}
+
+impl FlowFingerprints {
+    /// The columns of `methods` (those of [`COLUMNS`]; others are ignored), with the state
+    /// machine's default bounds.
+    pub fn new(methods: Methods) -> Self {
+        let columns: Vec<usize> = (0..COLUMNS.len())
+            .filter(|&i| methods.has(COLUMNS[i]))
+            .collect();
+        let want = columns.iter().fold(0u16, |b, i| b | 1 << i);
+        let methods: Methods = columns.iter().map(|&i| COLUMNS[i]).collect();
+        FlowFingerprints {
+            fp: Fingerprinter::new(Config {
+                methods,
+                ..Config::default()
+            }),
+            columns,
+            want,
+            ssh_wanted: methods.has(Method::Ja4Ssh),
+            flows: Vec::new(),
+        }
+    }
+}
+
+impl FeatureGroup for FlowFingerprints {
+    fn fields(&self) -> Vec<Field> {
+        self.columns
+            .iter()
+            .map(|&i| Field::new(COLUMNS[i].name(), DataType::Utf8, true))
+            .collect()
+    }
+
+    fn open(&mut self, slot: usize) {
+        match self.flows.get_mut(slot) {
+            Some(p) => p.reset(),
+            None => self.flows.push(Prints::default()),
+        }
+    }
+
+    #[inline]
+    fn packet(&mut self, slot: usize, p: &PacketView<'_>) {
+        let f = p.fields;
+        if !f.has_ports || f.later_fragment || !(f.protocol == TCP || f.protocol == UDP) {
+            return;
+        }
+        let prints = &mut self.flows[slot];
+        if prints.have & self.want == self.want {
+            return;
+        }
+        if prints.fed >= FEED_PACKETS && !(prints.ssh && prints.have & SSH_BIT == 0) {
+            return;
+        }
+        if f.protocol == TCP && prints.tcp.is_none() {
+            let end = |addr, port| Endpoint { addr, port };
+            prints.tcp = Some((end(f.src, f.src_port), end(f.dst, f.dst_port)));
+            prints.ssh = self.ssh_wanted && (f.src_port == 22 || f.dst_port == 22);
+        }
+        if f.protocol == TCP && !prints.ssh && self.ssh_wanted {
+            prints.ssh = ja4ssh::is_banner(p.payload());
+        }
+        prints.fed = prints.fed.saturating_add(1);
+        self.fp.process(p.pkt, &mut |e: &Event| prints.take(e));
+    }
+
+    fn close(&mut self, slot: usize) {
+        let prints = &mut self.flows[slot];
+        if let (true, Some((a, b))) = (prints.ssh, prints.tcp) {
+            self.fp
+                .finish_connection(a, b, &mut |e: &Event| prints.take(e));
+        }
+    }
+
+    fn columns(&self, slots: &[u32], out: &mut Vec<ArrayRef>) {
+        for &i in &self.columns {
+            out.push(Arc::new(StringArray::from_iter(slots.iter().map(|&s| {
+                let p = &self.flows[s as usize];
+                (p.have & (1 << i) != 0).then_some(p.values[i].as_str())
+            }))));
+        }
+    }
+}
