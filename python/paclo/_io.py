@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Literal, Self, TypeAlias, TypeVar, overload
 
 from . import _paclo
-from ._options import check_bool, check_decode, check_limit, fspath, normalize_filter
+from ._options import check_bool, check_decode, check_limit, check_one_source, check_step, fspath, normalize_filter
 from ._progress import Progress
 from ._reduce import Reduced
 from .bpf import FilterArg
@@ -147,12 +147,8 @@ def reduce(
     ``(acc, stats)``, stats in the shape of ``Reader.stats()``. A file also takes
     ``strict=``; a device takes the live options of :func:`paclo.capture`.
     """
-    if not callable(fn):
-        raise TypeError(f"reduce needs a callable fn(acc, packet), not {type(fn).__name__}")
-    if path is None and device is None:
-        raise ValueError("reduce requires either path= or device=")
-    if path is not None and device is not None:
-        raise ValueError("reduce takes either path= or device=, not both")
+    check_step(fn)
+    check_one_source("reduce", path=path, device=device)
     check_decode(decode)
     check_limit(limit)
     check_bool("report", report)
