@@ -16,7 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple, PyType};
 use pyo3::PyTraverseError;
 
-use super::convert::options::limits;
+use super::convert::options::{limits, LiveArg};
 use super::convert::stats::{pcap_dict, queue_dict, stats_dict};
 use super::convert::{generic_alias, to_python, DecodeMode};
 use super::error::{
@@ -26,7 +26,7 @@ use super::gil::QUEUE_SIGNAL_CHECK_EVERY;
 use super::hooks::{call_hook, report_error};
 use crate::capture::queue::{Pop, QueueMode};
 use crate::capture::{LiveOptions, ManagedCapture, ManagedConfig, OwnedPacket};
-use crate::source::{SourceInfo, SourceLoop, SourceSpec};
+use crate::source::{SourceInfo, SourceSpec};
 use crate::stats::{Failure, StopReason};
 
 /// Longest wait on the queue without checking for signals.
@@ -383,12 +383,13 @@ pub fn open_capture(
             ))
         }
     };
-    let source = py.detach(|| spec.open())?;
-    let lp = SourceLoop::new(source, filter.as_deref(), limits)?;
-    if let Some(f) = &on_ready {
-        // An exception here drops (closes) the source before the thread exists.
-        f.call0(py)?;
-    }
+    // An exception from on_ready drops (closes) the source before the thread exists.
+    let live = LiveArg {
+        spec,
+        limits,
+        on_ready,
+    };
+    let lp = live.open(py, filter.as_deref())?;
     let config = ManagedConfig {
         queue_cap,
         queue_mode,
