@@ -114,6 +114,8 @@ impl Capture {
     pub(crate) fn close_blocking(&self, py: Python<'_>) -> PyResult<()> {
         let result = py.detach(|| self.core.close(CLOSE_TIMEOUT));
         self.finalize(py);
+        // A Ctrl-C that landed in a hook (re-armed there) raises here.
+        py.check_signals()?;
         result.map_err(PyErr::from)
     }
 
@@ -128,6 +130,7 @@ impl Capture {
         consumer.recycle = None;
         py.detach(|| self.core.wait_done(CLOSE_TIMEOUT));
         self.finalize(py);
+        py.check_signals()?;
         if let Some(m) = self.core.take_oversized() {
             warn_oversized(py, &m, 1)?;
         }

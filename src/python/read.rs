@@ -336,6 +336,8 @@ pub fn reduce<'py>(
     let (stats, truncation, oversized) = lp_end;
     if let Some(p) = stats.pcap {
         call_hook(py, &on_stats, pcap_dict(py, p)?.into_any(), &on_error);
+        // A Ctrl-C that landed in the hook (re-armed there) raises here.
+        py.check_signals()?;
     }
     match outcome {
         Ok(()) => {}
