@@ -48,7 +48,7 @@ def expected_file_size(case: str, count: int) -> int:
     return 24 + 16 * count + expected_bytes(case, count)
 
 
-def generate(case: str, count: int, path: str) -> None:
+def generate(case: str, count: int, path: str, *, progress=None) -> None:
     frames = {("udp"): frame(64, "udp"), ("tcp"): frame(512, "tcp")}
     with open(path, "wb") as f:
         f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65536, 1))  # snaplen 65536, Ethernet
@@ -56,6 +56,9 @@ def generate(case: str, count: int, path: str) -> None:
             data = frames[traffic]
             f.write(struct.pack("<IIII", 1700000000, i % 1_000_000, size, size))
             f.write(data)
+    if progress is not None:
+        progress.update(count, count)
+        progress.close()
 
 
 class SpecDatasets:

@@ -351,9 +351,31 @@ def test_buffered_create_path_captures():
     assert all(p.caplen == 128 and p.wirelen == ETH_IP_UDP + 500 for p in got)
 
 
+def _sigint_state() -> str:
+    """SIGINT's Python handler, whether it is pending, and the threads that block it (from
+    /proc): what a capture that missed a Ctrl-C leaves to look at."""
+    parts = [f"handler {signal.getsignal(signal.SIGINT)!r}"]
+    bit = 1 << (signal.SIGINT - 1)
+
+    def fields(path: str) -> dict[str, str]:
+        with open(path) as f:
+            return dict(line.split(":\t", 1) for line in f.read().splitlines() if ":\t" in line)
+
+    try:
+        parts.append(f"pending for the process: {bool(int(fields('/proc/self/status')['ShdPnd'], 16) & bit)}")
+        for tid in sorted(os.listdir("/proc/self/task")):
+            t = fields(f"/proc/self/task/{tid}/status")
+            blocked, pending = int(t["SigBlk"], 16) & bit, int(t["SigPnd"], 16) & bit
+            parts.append(f"thread {tid} {t['Name'].strip()}: {'blocks' if blocked else 'takes'} SIGINT{', pending' if pending else ''}")
+    except (OSError, KeyError, ValueError) as e:
+        parts.append(f"/proc unreadable: {e}")
+    return "; ".join(parts)
+
+
 def test_ctrl_c_raises_keyboard_interrupt_promptly_and_closes():
     with Receiver() as rx:
-        cap = paclo.capture(LO, filter=rx.filter)
+        # The duration only bounds a capture that missed the signal (a failure, not a hang).
+        cap = paclo.capture(LO, filter=rx.filter, duration=60)
         fired = []
 
         def interrupt():
@@ -361,9 +383,13 @@ def test_ctrl_c_raises_keyboard_interrupt_promptly_and_closes():
             os.kill(os.getpid(), signal.SIGINT)
 
         threading.Timer(0.3, interrupt).start()
-        with pytest.raises(KeyboardInterrupt):
-            for _ in cap:
-                pass
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                for _ in cap:
+                    pass
+        except pytest.fail.Exception:
+            pytest.fail(f"no KeyboardInterrupt {time.monotonic() - fired[0]:.1f} s after the SIGINT "
+                        f"(stop reason {cap.stats()['stop_reason']}): {_sigint_state()}")
         latency = time.monotonic() - fired[0]
     assert latency < 0.2, latency
     assert cap.state == "closed"

@@ -12,7 +12,6 @@ from typing import Any, Literal, TypeVar, overload
 
 from . import _paclo
 from ._options import (
-    DECODE_MODES,
     INT_MAX,
     MAX_LIMIT,
     MAX_SNAPLEN,
@@ -20,9 +19,12 @@ from ._options import (
     check_bool,
     check_callable,
     check_choice,
+    check_decode,
     check_device,
     check_int,
+    check_one_source,
     check_seconds,
+    check_step,
     fspath,
     live_options,
     live_source,
@@ -117,10 +119,7 @@ def capture(
     ``duration`` and ``idle_timeout`` are seconds (floats allowed); ``limit`` counts
     captured packets. See docs/capture.md for every option, the statistics and the lifecycle.
     """
-    if device is not None and path is not None:
-        raise ValueError("capture takes either device= or path=, not both")
-    if device is None and path is None:
-        raise ValueError("capture requires either device= or path=")
+    check_one_source("capture", device=device, path=path)
     if path is not None:
         path = fspath(path)
         live: LiveOptions = {"snaplen": 65535, "promisc": True, "timeout_ms": 10, "buffer_size": None, "immediate": None}
@@ -140,7 +139,7 @@ def capture(
         device=device,
         path=path,
         filter=normalize_filter(filter),
-        decode=check_choice("decode", decode, DECODE_MODES),
+        decode=check_decode(decode),
         queue_cap=check_int("queue_cap", queue_cap, 1, INT_MAX),
         queue_mode=check_choice("queue_mode", queue_mode, ("blocking", "dropping")),
         limit=check_int("limit", limit, 1, MAX_LIMIT, optional=True),
@@ -185,8 +184,7 @@ def reduce_device(
     ``duration``/``idle_timeout`` (seconds), ``stop_when`` (the matching packet is included),
     or Ctrl-C (``KeyboardInterrupt``). Without any of them it runs until interrupted.
     """
-    if not callable(fn):
-        raise TypeError(f"fn must be a callable taking (acc, packet), not {fn!r}")
+    check_step(fn)
     report = check_bool("report", report)
     source = live_source(
         device,
@@ -205,7 +203,7 @@ def reduce_device(
         init,
         source,
         reduced_type=Reduced,
-        decode=check_choice("decode", decode, DECODE_MODES),
+        decode=check_decode(decode),
         filter=normalize_filter(filter),
         stop_when=check_callable("stop_when", stop_when),
         on_stats=check_callable("on_stats", on_stats),

@@ -7,7 +7,8 @@ from collections.abc import Callable, Iterable
 from typing import Any, Literal, Self, TypeAlias, TypeVar, overload
 
 from . import _paclo
-from ._options import check_bool, check_decode, check_limit, fspath, normalize_filter
+from ._options import check_bool, check_decode, check_limit, check_one_source, check_step, fspath, normalize_filter
+from ._progress import Progress
 from ._reduce import Reduced
 from .bpf import FilterArg
 
@@ -47,8 +48,9 @@ def read(
     ``filter`` is a BPF string or a DSL form (see :func:`paclo.bpf`), compiled once for
     the file's link type; an invalid one raises ``ValueError`` before any packet is read.
     ``decode`` is None (``Packet`` objects), ``"full"`` (packet map dicts) or ``"flow"``
-    (flat flow dicts). ``limit`` stops after that many packets. ``progress=True`` draws a
-    progress bar on stderr when it is a terminal. A truncated last record warns with
+    (flat flow dicts). ``limit`` stops after that many packets. ``progress=True`` draws
+    paclo's progress line on stderr when it is a terminal (bytes read of the file's size,
+    rate, time left). A truncated last record warns with
     ``TruncatedCaptureWarning`` after every complete packet; ``strict=True`` raises
     ``PcapFormatError`` instead.
     """
@@ -56,12 +58,14 @@ def read(
     check_limit(limit)
     check_bool("progress", progress)
     check_bool("strict", strict)
+    bar = Progress(unit="bytes", label="read") if progress else None
     return _paclo.read(
         fspath(path),
         filter=normalize_filter(filter),
         decode=decode,
         limit=limit,
-        progress=progress,
+        # Nothing to report to when the line is not drawn (stderr is not a terminal).
+        progress=bar if bar is not None and bar.enabled else None,
         strict=strict,
     )
 
@@ -143,12 +147,8 @@ def reduce(
     ``(acc, stats)``, stats in the shape of ``Reader.stats()``. A file also takes
     ``strict=``; a device takes the live options of :func:`paclo.capture`.
     """
-    if not callable(fn):
-        raise TypeError(f"reduce needs a callable fn(acc, packet), not {type(fn).__name__}")
-    if path is None and device is None:
-        raise ValueError("reduce requires either path= or device=")
-    if path is not None and device is not None:
-        raise ValueError("reduce takes either path= or device=, not both")
+    check_step(fn)
+    check_one_source("reduce", path=path, device=device)
     check_decode(decode)
     check_limit(limit)
     check_bool("report", report)

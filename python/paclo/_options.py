@@ -29,7 +29,9 @@ __all__ = [
     "check_device",
     "check_int",
     "check_limit",
+    "check_one_source",
     "check_seconds",
+    "check_step",
     "fspath",
     "live_options",
     "live_source",
@@ -54,9 +56,27 @@ def fspath(path: object, what: str = "path") -> str:
     return os.fsdecode(p)
 
 
-def check_decode(decode: object) -> None:
-    if decode not in DECODE_MODES:
+def check_decode(decode: Any) -> Literal["full", "flow"] | None:
+    if decode not in DECODE_MODES or isinstance(decode, bool):
         raise ValueError(f"decode must be None, 'full' or 'flow', not {decode!r}")
+    return decode  # type: ignore[no-any-return]
+
+
+def check_one_source(what: str, **sources: object) -> None:
+    """Exactly one of two source options (``path=`` a file, ``device=`` a live device) is
+    given; the message names them in the caller's order."""
+    names = " or ".join(f"{name}=" for name in sources)
+    given = sum(value is not None for value in sources.values())
+    if given == 0:
+        raise ValueError(f"{what} requires either {names}")
+    if given > 1:
+        raise ValueError(f"{what} takes either {names}, not both")
+
+
+def check_step(fn: object) -> None:
+    """A reduction's step function."""
+    if not callable(fn):
+        raise TypeError(f"fn must be a callable taking (acc, packet), not {fn!r}")
 
 
 def check_limit(limit: object) -> None:

@@ -47,6 +47,7 @@ from typing import Any, Generic, Literal, Self, TypeVar, final, overload
 from typing_extensions import disjoint_base
 
 from paclo._options import LiveSource as _LiveSource
+from paclo._progress import Display as _ProgressDisplay
 
 @final
 class Packet:
@@ -120,7 +121,7 @@ def read(
     filter: str | None = None,
     decode: None = None,
     limit: int | None = None,
-    progress: bool = False,
+    progress: _ProgressDisplay | None = None,
     strict: bool = False,
 ) -> Reader[Packet]: ...
 @overload
@@ -130,7 +131,7 @@ def read(
     filter: str | None = None,
     decode: Literal["full", "flow"],
     limit: int | None = None,
-    progress: bool = False,
+    progress: _ProgressDisplay | None = None,
     strict: bool = False,
 ) -> Reader[dict[str, Any]]: ...
 def reduce(
@@ -150,7 +151,9 @@ def reduce(
 ) -> tuple[Any, dict[str, Any]]: ...
 def count_packets(path: str | PathLike[str], *, filter: str | None = None, limit: int | None = None) -> tuple[int, int]: ...
 def native_alloc_counts() -> tuple[int, int]: ...
-def generate_dataset(case: str, count: int, path: str | PathLike[str]) -> tuple[int, int, int]: ...
+def generate_dataset(
+    case: str, count: int, path: str | PathLike[str], *, progress: _ProgressDisplay | None = None
+) -> tuple[int, int, int]: ...
 def dataset_expected(case: str, count: int) -> tuple[int, int]: ...
 def dataset_frame(case: str, index: int) -> bytes: ...
 def udp_generate(

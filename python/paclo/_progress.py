@@ -13,19 +13,20 @@ Driving it::
             work(f)
             bar.advance()
 
-    # a native loop: hand it the bound method as the periodic callback; it takes the
-    # absolute position reached (and, optionally, a total learnt late)
-    with Progress(total=os.path.getsize(path), unit="bytes", label="read") as bar:
-        native_loop(path, on_progress=bar.update)
+    # a native loop: hand it the display (any `Display`); it calls update() with the
+    # absolute position reached (and the total, possibly learnt late) every few thousand
+    # records, and close() at the end when it owns the display (paclo.read)
+    bar = Progress(unit="bytes", label="read")
+    reader = _paclo.read(path, progress=bar if bar.enabled else None)
 
     # free text (the perf runner's per-worker lines) and messages above the line
     bar.status("offline udp-64 raw-seq: run 2/5")
     bar.log("[perf] capture ready")
 
 Calls may come from any thread and as often as a loop likes: each one takes a lock and
-reads the clock; the line is redrawn at most every ``interval`` seconds (0.2 by default,
-as the native reader's bar), and when the work ends. A native loop should still call it
-only every few thousand records, since each call crosses into Python.
+reads the clock; the line is redrawn at most every ``interval`` seconds (0.2 by default)
+and when the work ends. A native loop should still call it only every few thousand
+records, since each call crosses into Python.
 
 The line reads ``label [#######-----------]  35.0%  1.2/3.4 GB  310.5 MB/s  eta 0:07  text``
 with a total, and ``label  1.2 GB  310.5 MB/s  text`` without one; ``unit="bytes"`` prints
@@ -41,9 +42,9 @@ import threading
 import time
 from collections.abc import Callable
 from types import TracebackType
-from typing import Self, TextIO
+from typing import Protocol, Self, TextIO
 
-__all__ = ["Progress"]
+__all__ = ["Display", "Progress"]
 
 _BAR_WIDTH = 20
 
@@ -60,6 +61,15 @@ def _clock_text(seconds: float) -> str:
     h, rem = divmod(s, 3600)
     m, s = divmod(rem, 60)
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+class Display(Protocol):
+    """What a native loop reports to: a :class:`Progress`, or any object with these two
+    methods (the perf runner shows the position as the text of its own line)."""
+
+    def update(self, done: float, total: float | None = None) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class Progress:

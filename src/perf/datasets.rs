@@ -188,7 +188,7 @@ pub struct Dataset {
 /// [`Error::InvalidArgument`] for a count whose size overflows 64 bits; I/O errors of `path`;
 /// [`Error::Io`] if the written size is not the expected one.
 pub fn generate(case: Case, count: u64, path: impl AsRef<Path>) -> Result<Dataset> {
-    let d = generate_interruptible(case, count, path, &mut || false)?;
+    let d = generate_interruptible(case, count, path, &mut |_| false)?;
     // Never interrupted, so a dataset is always there.
     d.ok_or_else(|| Error::InvalidArgument("dataset generation was interrupted".into()))
 }
@@ -197,8 +197,9 @@ pub fn generate(case: Case, count: u64, path: impl AsRef<Path>) -> Result<Datase
 /// [`generate_interruptible`].
 pub const CHECK_EVERY: u64 = 1 << 16;
 
-/// As [`generate`], asking `interrupted` every [`CHECK_EVERY`] packets whether to stop; when
-/// it says so, the partial file is removed and the result is `Ok(None)`.
+/// As [`generate`], asking `interrupted(written)` every [`CHECK_EVERY`] packets whether to
+/// stop (`written`: the packets written so far, for a progress display); when it says so,
+/// the partial file is removed and the result is `Ok(None)`.
 ///
 /// # Errors
 /// As [`generate`].
@@ -206,7 +207,7 @@ pub fn generate_interruptible(
     case: Case,
     count: u64,
     path: impl AsRef<Path>,
-    interrupted: &mut dyn FnMut() -> bool,
+    interrupted: &mut dyn FnMut(u64) -> bool,
 ) -> Result<Option<Dataset>> {
     let path = path.as_ref();
     let expected = case.expected_file_size(count)?;
@@ -215,7 +216,7 @@ pub fn generate_interruptible(
     let mut w = PcapWriter::create(path, LINKTYPE, SNAPLEN, false)?;
     let mut bytes = 0;
     for i in 0..count {
-        if i % CHECK_EVERY == CHECK_EVERY - 1 && interrupted() {
+        if i % CHECK_EVERY == CHECK_EVERY - 1 && interrupted(i) {
             drop(w);
             let _ = std::fs::remove_file(path);
             return Ok(None);
@@ -312,13 +313,15 @@ mod tests {
     #[test]
     fn generation_stops_when_interrupted_and_removes_the_file() {
         let path = std::env::temp_dir().join(format!("paclo-ds-int-{}.pcap", std::process::id()));
-        let mut asked = 0;
-        let d = generate_interruptible(Case::Udp64, 10 * CHECK_EVERY, &path, &mut || {
-            asked += 1;
-            asked == 3
+        let mut asked = vec![];
+        let d = generate_interruptible(Case::Udp64, 10 * CHECK_EVERY, &path, &mut |written| {
+            asked.push(written);
+            asked.len() == 3
         })
         .unwrap();
-        assert_eq!((d, asked), (None, 3));
+        assert_eq!(d, None);
+        let every = CHECK_EVERY;
+        assert_eq!(asked, [every - 1, 2 * every - 1, 3 * every - 1]);
         assert!(!path.exists());
         assert_eq!(Case::parse("tcp-512").unwrap(), Case::Tcp512);
     }

@@ -16,7 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple, PyType};
 use pyo3::PyTraverseError;
 
-use super::convert::options::limits;
+use super::convert::options::{limits, LiveArg};
 use super::convert::stats::{pcap_dict, queue_dict, stats_dict};
 use super::convert::{generic_alias, to_python, DecodeMode};
 use super::error::{
@@ -26,7 +26,7 @@ use super::gil::QUEUE_SIGNAL_CHECK_EVERY;
 use super::hooks::{call_hook, report_error};
 use crate::capture::queue::{Pop, QueueMode};
 use crate::capture::{LiveOptions, ManagedCapture, ManagedConfig, OwnedPacket};
-use crate::source::{SourceInfo, SourceLoop, SourceSpec};
+use crate::source::{SourceInfo, SourceSpec};
 use crate::stats::{Failure, StopReason};
 
 /// Longest wait on the queue without checking for signals.
@@ -114,6 +114,8 @@ impl Capture {
     pub(crate) fn close_blocking(&self, py: Python<'_>) -> PyResult<()> {
         let result = py.detach(|| self.core.close(CLOSE_TIMEOUT));
         self.finalize(py);
+        // A Ctrl-C that landed in a hook (re-armed there) raises here.
+        py.check_signals()?;
         result.map_err(PyErr::from)
     }
 
@@ -128,6 +130,7 @@ impl Capture {
         consumer.recycle = None;
         py.detach(|| self.core.wait_done(CLOSE_TIMEOUT));
         self.finalize(py);
+        py.check_signals()?;
         if let Some(m) = self.core.take_oversized() {
             warn_oversized(py, &m, 1)?;
         }
@@ -383,12 +386,13 @@ pub fn open_capture(
             ))
         }
     };
-    let source = py.detach(|| spec.open())?;
-    let lp = SourceLoop::new(source, filter.as_deref(), limits)?;
-    if let Some(f) = &on_ready {
-        // An exception here drops (closes) the source before the thread exists.
-        f.call0(py)?;
-    }
+    // An exception from on_ready drops (closes) the source before the thread exists.
+    let live = LiveArg {
+        spec,
+        limits,
+        on_ready,
+    };
+    let lp = live.open(py, filter.as_deref())?;
     let config = ManagedConfig {
         queue_cap,
         queue_mode,

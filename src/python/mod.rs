@@ -7,7 +7,8 @@
 //!   dicts, statistics, source arguments);
 //! - [`interop`]: the Arrow stream (PyCapsule interface);
 //! - [`error`]: crate errors to Python exceptions, the one mapping;
-//! - [`gil`] and [`hooks`]: the interpreter around native loops, user callbacks;
+//! - [`gil`], [`hooks`] and [`progress`]: the interpreter around native loops, user
+//!   callbacks, reports to the progress display;
 //! - one file of `#[pyfunction]`s and classes per area: [`read`], [`write`], [`capture`],
 //!   [`fanout`], [`flows`], [`flow_stream`], [`fingerprint`], [`analysis`], [`decode`],
 //!   [`devices`], [`perf`], [`generator`].
@@ -29,6 +30,7 @@ mod gil;
 mod hooks;
 mod interop;
 mod perf;
+mod progress;
 mod read;
 mod write;
 

@@ -15,6 +15,7 @@ use super::convert::{generic_alias, to_python, to_python_mapped, DecodeMode};
 use super::error::{consumer_failure, warn_oversized, warn_truncated};
 use super::gil::{interruptible, PyHost, SIGNAL_CHECK_EVERY};
 use super::hooks::{call_hook, report_error};
+use super::progress::{ProgressSink, PROGRESS_EVERY};
 use crate::flow::{for_each_packet, Walk};
 use crate::pcap::{FileFormat, FileReader};
 use crate::source::{fold, Control, Folded, Limits, PacketSource, RawPacket, SourceLoop};
@@ -34,6 +35,8 @@ pub struct Reader {
     /// Statistics kept after `close()`.
     closed_stats: Option<Stats>,
     mode: DecodeMode,
+    /// The progress display: bytes read of the file's size.
+    progress: Option<ProgressSink>,
 }
 
 impl Reader {
@@ -42,6 +45,15 @@ impl Reader {
             .as_ref()
             .map(|s| s.lp.stats())
             .or_else(|| self.closed_stats.clone())
+    }
+
+    /// Report the final position to the progress display, if any, and close it.
+    fn end_progress(&mut self, py: Python<'_>) -> PyResult<()> {
+        let at = self.inner.as_ref().and_then(|s| s.lp.source().progress());
+        match (self.progress.take(), at) {
+            (Some(bar), Some((at, total))) => bar.finish(py, at, total),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -73,6 +85,11 @@ impl Reader {
         if n % SIGNAL_CHECK_EVERY == 0 && n != 0 {
             py.check_signals()?;
         }
+        if n % PROGRESS_EVERY == 0 && n != 0 {
+            if let (Some(bar), Some((at, total))) = (&self.progress, lp.source().progress()) {
+                bar.update(py, at, total)?;
+            }
+        }
         let base = *base;
         let step = lp.next_with(&mut PyHost(py), |p| {
             let offset = (p.data.as_ptr() as usize).wrapping_sub(base);
@@ -90,12 +107,18 @@ impl Reader {
                 Ok(Some(obj))
             }
             Ok(None) => {
-                if let Some(t) = lp.take_truncation() {
-                    warn_truncated(py, &t, &read_before(lp.packets()), 1)?;
+                let truncation = lp.take_truncation().map(|t| (t, read_before(lp.packets())));
+                self.end_progress(py)?;
+                if let Some((t, before)) = truncation {
+                    warn_truncated(py, &t, &before, 1)?;
                 }
                 Ok(None)
             }
-            Err(e) => Err(e.into()),
+            Err(e) => {
+                // The error is the one to raise; a failing display does not replace it.
+                let _ = self.end_progress(py);
+                Err(e.into())
+            }
         }
     }
 
@@ -105,12 +128,13 @@ impl Reader {
 
     fn __exit__(
         &mut self,
+        py: Python<'_>,
         _exc_type: Option<&Bound<'_, PyAny>>,
         _exc: Option<&Bound<'_, PyAny>>,
         _tb: Option<&Bound<'_, PyAny>>,
-    ) -> bool {
-        self.close();
-        false
+    ) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
     }
 
     /// Statistics of the read so far (see docs/stats.md).
@@ -121,11 +145,14 @@ impl Reader {
         }
     }
 
-    /// Unmap the file (packets already yielded stay valid); idempotent.
-    fn close(&mut self) {
+    /// Unmap the file (packets already yielded stay valid) and close the progress display;
+    /// idempotent.
+    fn close(&mut self, py: Python<'_>) -> PyResult<()> {
+        let ended = self.end_progress(py);
         if let Some(st) = self.inner.take() {
             self.closed_stats = Some(st.lp.close());
         }
+        ended
     }
 
     /// True once `close()` was called.
@@ -185,22 +212,22 @@ fn open_file(
     Ok(SourceLoop::new(FileReader::open(path)?, filter, limits)?)
 }
 
-/// Open a capture file for reading. `filter` is a BPF string (already normalised).
+/// Open a capture file for reading. `filter` is a BPF string (already normalised);
+/// `progress` an object with `update(done, total)` and `close()` told the bytes read of the
+/// file's size every [`PROGRESS_EVERY`] packets and at the end.
 #[pyfunction]
-#[pyo3(signature = (path, *, filter = None, decode = None, limit = None, progress = false, strict = false))]
+#[pyo3(signature = (path, *, filter = None, decode = None, limit = None, progress = None, strict = false))]
 pub fn read(
     py: Python<'_>,
     path: PathBuf,
     filter: Option<&str>,
     decode: Option<&str>,
     limit: Option<i64>,
-    progress: bool,
+    progress: Option<Py<PyAny>>,
     strict: bool,
 ) -> PyResult<Reader> {
     let mode = DecodeMode::parse(decode)?;
-    let lp = open_file(&path, filter, limit)?
-        .strict(strict)
-        .progress(progress);
+    let lp = open_file(&path, filter, limit)?.strict(strict);
     let shared = lp.source().shared_map();
     let base = shared.as_ptr() as usize;
     let map = Py::new(py, MappedFile(Arc::clone(shared)))?;
@@ -208,6 +235,7 @@ pub fn read(
         inner: Some(ReaderState { lp, map, base }),
         closed_stats: None,
         mode,
+        progress: ProgressSink::new(progress),
     })
 }
 
@@ -308,6 +336,8 @@ pub fn reduce<'py>(
     let (stats, truncation, oversized) = lp_end;
     if let Some(p) = stats.pcap {
         call_hook(py, &on_stats, pcap_dict(py, p)?.into_any(), &on_error);
+        // A Ctrl-C that landed in the hook (re-armed there) raises here.
+        py.check_signals()?;
     }
     match outcome {
         Ok(()) => {}

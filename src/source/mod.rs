@@ -11,7 +11,6 @@
 //! projection and flow table ([`crate::flow::for_each_packet`]), and the managed capture
 //! thread ([`crate::capture::managed`]).
 
-mod progress;
 mod run;
 #[cfg(test)]
 pub(crate) mod testing;
@@ -26,7 +25,6 @@ use crate::capture::{Handle, LiveOptions};
 use crate::error::Result;
 use crate::pcap::{FileReader, Oversized};
 
-pub use progress::Progress;
 pub use run::{
     fold, Control, Folded, Host, Limits, NoHost, SourceLoop, Step, StopClock, FOLD_SIGNAL_EVERY,
     SCAN_BUDGET, WAIT_SLICE,

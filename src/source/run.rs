@@ -11,7 +11,6 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::progress::Progress;
 use super::{Fetch, PacketSource, PcapCounters, RawPacket, SourceInfo, Waker};
 use crate::error::{Error, Result};
 use crate::stats::{Failure, Started, State, Stats, StopReason};
@@ -191,7 +190,6 @@ pub struct SourceLoop<S> {
     wait_slice: Duration,
     waker: Option<Arc<Waker>>,
     strict: bool,
-    progress: Option<Progress>,
 }
 
 /// The longest single wait on an idle device, by default.
@@ -230,7 +228,6 @@ impl<S: PacketSource> SourceLoop<S> {
             wait_slice: WAIT_SLICE,
             waker: None,
             strict: false,
-            progress: None,
         })
     }
 
@@ -239,18 +236,6 @@ impl<S: PacketSource> SourceLoop<S> {
     pub fn strict(mut self, strict: bool) -> Self {
         self.strict = strict;
         self.source.set_strict(strict);
-        self
-    }
-
-    /// Draw a progress bar on stderr while reading, when stderr is a terminal (files).
-    pub fn progress(mut self, on: bool) -> Self {
-        self.progress = if on {
-            self.source
-                .progress()
-                .and_then(|(_, total)| Progress::on_tty(total))
-        } else {
-            None
-        };
         self
     }
 
@@ -304,15 +289,6 @@ impl<S: PacketSource> SourceLoop<S> {
         if self.must_wait {
             self.wait()?;
         }
-        // The position before the fetch: a fetch that ends the pass consumes nothing.
-        let at = match self.progress.as_mut() {
-            Some(p) => {
-                let at = self.source.progress().map_or(0, |(at, _)| at);
-                p.tick(at);
-                at
-            }
-            None => 0,
-        };
         match self.source.fetch() {
             Ok(Fetch::Packet(p)) => {
                 self.status.bytes += u64::from(p.caplen);
@@ -321,7 +297,6 @@ impl<S: PacketSource> SourceLoop<S> {
             }
             Ok(Fetch::Idle) => {
                 if let Some(reason) = self.clock.on_idle(Instant::now()) {
-                    end_progress(&mut self.progress, at);
                     self.status.end(reason);
                     return Ok(Step::End);
                 }
@@ -329,14 +304,10 @@ impl<S: PacketSource> SourceLoop<S> {
                 Ok(Step::Pending)
             }
             Ok(Fetch::End) => {
-                end_progress(&mut self.progress, at);
                 self.status.end(StopReason::Eof);
                 Ok(Step::End)
             }
-            Err(e) => {
-                end_progress(&mut self.progress, at);
-                self.status.source_error(e, self.strict)
-            }
+            Err(e) => self.status.source_error(e, self.strict),
         }
     }
 
@@ -386,10 +357,6 @@ impl<S: PacketSource> SourceLoop<S> {
     /// End the pass now with `reason` (unless it has ended already), e.g. `Reduced` or
     /// `Closed`.
     pub fn finish(&mut self, reason: StopReason) {
-        if self.status.ended.is_none() {
-            let at = self.source.progress().map_or(0, |(at, _)| at);
-            end_progress(&mut self.progress, at);
-        }
         self.status.end(reason);
     }
 
@@ -490,13 +457,6 @@ impl<S: PacketSource> SourceLoop<S> {
         self.finish(StopReason::Closed);
         self.status.pcap = self.source.counters();
         self.stats()
-    }
-}
-
-/// Draw a progress bar's final state at `at` and drop it.
-fn end_progress(progress: &mut Option<Progress>, at: u64) {
-    if let Some(mut p) = progress.take() {
-        p.done(at);
     }
 }
 

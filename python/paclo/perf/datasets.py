@@ -12,6 +12,7 @@ import os
 from typing import Any
 
 from .. import _paclo
+from .._progress import Display, Progress
 
 __all__ = ["CASES", "LINKTYPE", "SNAPLEN", "expected_bytes", "expected_file_size", "frame", "generate"]
 
@@ -29,14 +30,25 @@ def _check(case: object, count: object, what: str = "count") -> None:
         raise ValueError(f"{what} must be a non-negative integer, not {count}")
 
 
-def generate(case: str, count: int, path: str | os.PathLike[str]) -> dict[str, Any]:
+def generate(case: str, count: int, path: str | os.PathLike[str], *, progress: bool | Display = False) -> dict[str, Any]:
     """Write ``count`` packets of ``case`` to ``path`` (replacing it) and check its size.
 
-    Returns ``{"path", "packets", "bytes", "file_size"}``.
+    ``progress=True`` draws paclo's progress line on stderr when it is a terminal (packets
+    written of ``count``, rate, time left); a display object (``update(done, total)``,
+    ``close()``) is told the same instead. Returns ``{"path", "packets", "bytes",
+    "file_size"}``.
     """
     _check(case, count)
+    display: Display | None
+    if isinstance(progress, bool):
+        bar = Progress(unit="packets", label=f"generate {case}") if progress else None
+        display = bar if bar is not None and bar.enabled else None
+    elif callable(getattr(progress, "update", None)) and callable(getattr(progress, "close", None)):
+        display = progress
+    else:
+        raise TypeError(f"progress must be True, False or an object with update() and close(), not {progress!r}")
     p = os.fsdecode(os.fspath(path))
-    packets, nbytes, size = _paclo.generate_dataset(case, count, p)
+    packets, nbytes, size = _paclo.generate_dataset(case, count, p, progress=display)
     return {"path": p, "packets": packets, "bytes": nbytes, "file_size": size}
 
 

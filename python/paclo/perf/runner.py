@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, TextIO
 
+from .._progress import Display
 from . import config, environment, live, metrics
 from .live_runner import ceiling_table, live_scenarios, live_table, run_live
 from .options import Options
@@ -38,7 +39,7 @@ class Datasets(Protocol):
 
     def expected_file_size(self, case: str, count: int) -> int: ...
     def expected_bytes(self, case: str, count: int) -> int: ...
-    def generate(self, case: str, count: int, path: str) -> object: ...
+    def generate(self, case: str, count: int, path: str, *, progress: Display) -> object: ...
 
 
 def _datasets_module() -> Datasets:
@@ -51,14 +52,15 @@ def _datasets_module() -> Datasets:
     return datasets
 
 
-def prepare_dataset(datasets: Datasets, path: Path, case: str, count: int, log: Callable[[str], None]) -> None:
-    """Generate `path` unless it exists with exactly the expected classic-pcap size."""
+def prepare_dataset(datasets: Datasets, path: Path, case: str, count: int, console: Console) -> None:
+    """Generate `path` unless it exists with exactly the expected classic-pcap size; the
+    packets written show on the console's line."""
     expected = datasets.expected_file_size(case, count)
     if path.exists() and path.stat().st_size == expected:
         return
-    log(f"[perf] preparing {path}")
+    console.log(f"[perf] preparing {path}")
     path.parent.mkdir(parents=True, exist_ok=True)
-    datasets.generate(case, count, str(path))
+    datasets.generate(case, count, str(path), progress=console.display(f"preparing {path.name}"))
     actual = path.stat().st_size
     if actual != expected:
         raise RunFailed(f"generated dataset {path} has {actual} bytes, expected {expected}")
@@ -346,7 +348,7 @@ def run_offline(opts: Options, env: dict[str, Any], console: Console, *, dataset
     results = [] if results is None else results
     for case in config.CASES:
         path = output / "datasets" / config.dataset_name(opts.profile, case, opts.packets)
-        prepare_dataset(datasets, path, case, count, console.log)
+        prepare_dataset(datasets, path, case, count, console)
         for scenario in scenarios:
             label = f"{case} {scenario}"
             n = config.scenario_count(scenario, count)

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from .._progress import Progress
+from .._progress import Display, Progress
 from . import config
 
 
@@ -47,8 +47,32 @@ class Console:
         """A progress callback that shows each text after `prefix`."""
         return lambda text: self.progress(f"{prefix}: {text}")
 
+    def display(self, prefix: str) -> Display:
+        """A progress display for a native loop (the dataset generator) whose position shows
+        as this line's text after `prefix`: `prefix: 35% (350,000/1,000,000 packets)`."""
+        return _TextDisplay(self.progress_of(prefix))
+
     def clear(self) -> None:
         self._bar.clear()
+
+
+class _TextDisplay:
+    """A :class:`Display` that writes the position as text (packets done of the total)."""
+
+    def __init__(self, show: Callable[[str], None]) -> None:
+        self._show = show
+        self._total: float | None = None
+
+    def update(self, done: float, total: float | None = None) -> None:
+        if total is not None:
+            self._total = total
+        if self._total:
+            self._show(f"{100 * done / self._total:.0f}% ({done:,.0f}/{self._total:,.0f} packets)")
+        else:
+            self._show(f"{done:,.0f} packets")
+
+    def close(self) -> None:
+        pass
 
 
 def run_worker(

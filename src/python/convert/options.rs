@@ -13,7 +13,8 @@ use crate::source::{Limits, PacketSource, SourceLoop, SourceSpec};
 
 /// A live device as the wrappers describe it: a dict with `device`, the live options
 /// (`snaplen`, `promisc`, `timeout_ms`, `buffer_size`, `immediate`), the stop conditions
-/// (`limit`, `duration`, `idle_timeout`) and `on_ready`.
+/// (`limit`, `duration`, `idle_timeout`) and `on_ready`. `capture(path=)` opens a file
+/// through the same struct (a file spec).
 pub struct LiveArg {
     /// The device and how to open it.
     pub spec: SourceSpec,
@@ -116,8 +117,9 @@ impl<'a, 'py> FromPyObject<'a, 'py> for SourceArg {
 }
 
 impl LiveArg {
-    /// Open the device (the GIL released), install `filter`, then call `on_ready`; an
-    /// exception from `on_ready` closes the device and is raised.
+    /// Open the source (the GIL released), install `filter`, then call `on_ready`; an
+    /// exception from `on_ready` closes the source and is raised. The one opener of the
+    /// bindings that take a device (reduce, flows, capture; capture also takes a file).
     pub fn open(
         self,
         py: Python<'_>,
