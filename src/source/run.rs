@@ -37,6 +37,8 @@ pub struct Limits {
 #[derive(Debug)]
 pub struct StopClock {
     limits: Limits,
+    /// `limits.max_packets`, or `u64::MAX` without one (one compare per packet).
+    packet_cap: u64,
     started: Instant,
     count: u64,
     idle_since: Option<Instant>,
@@ -47,6 +49,7 @@ impl StopClock {
     pub fn new(limits: Limits, started: Instant) -> Self {
         StopClock {
             limits,
+            packet_cap: limits.max_packets.unwrap_or(u64::MAX),
             started,
             count: 0,
             idle_since: None,
@@ -63,15 +66,18 @@ impl StopClock {
     pub fn on_packet(&mut self) -> Option<StopReason> {
         self.count += 1;
         self.idle_since = None;
-        if self.limits.max_packets.is_some_and(|m| self.count >= m) {
+        if self.count >= self.packet_cap {
             return Some(StopReason::MaxPackets);
         }
-        if let Some(t) = self.limits.max_time {
-            if self.started.elapsed() >= t {
-                return Some(StopReason::MaxTime);
-            }
+        match self.limits.max_time {
+            Some(t) => self.out_of_time(t),
+            None => None,
         }
-        None
+    }
+
+    #[inline(never)]
+    fn out_of_time(&self, t: Duration) -> Option<StopReason> {
+        (self.started.elapsed() >= t).then_some(StopReason::MaxTime)
     }
 
     /// An empty read at `now`; the reason to stop, if any.
@@ -129,6 +135,10 @@ pub enum Step<'a> {
 /// while it holds a packet borrowed from the source).
 #[derive(Debug)]
 struct Status {
+    /// Whether the next step must look at more than the source: the pass has ended, a
+    /// limit was reached, the device must be waited for, a progress bar is drawn. The one
+    /// flag the hot path reads for all of them.
+    attention: bool,
     started: Started,
     ended: Option<Instant>,
     stop_reason: Option<StopReason>,
@@ -145,6 +155,7 @@ struct Status {
 
 impl Status {
     fn end(&mut self, reason: StopReason) {
+        self.attention = true;
         if self.ended.is_none() {
             self.ended = Some(Instant::now());
             self.stop_reason.get_or_insert(reason);
@@ -214,6 +225,7 @@ impl<S: PacketSource> SourceLoop<S> {
             source,
             clock: StopClock::new(limits, started.instant()),
             status: Status {
+                attention: limits.max_packets == Some(0),
                 started,
                 ended: None,
                 stop_reason: None,
@@ -251,6 +263,7 @@ impl<S: PacketSource> SourceLoop<S> {
         } else {
             None
         };
+        self.status.attention |= self.progress.is_some();
         self
     }
 
@@ -292,31 +305,23 @@ impl<S: PacketSource> SourceLoop<S> {
     /// # Errors
     /// A source error (a malformed record, a device read error, a filter that does not
     /// compile for a link type met later); the pass has then failed.
-    #[inline]
+    #[inline(always)]
     pub fn step(&mut self) -> Result<Step<'_>> {
-        if self.status.ended.is_some() {
-            return Ok(Step::End);
-        }
-        if let Some(reason) = self.stop_after {
-            self.finish(reason);
-            return Ok(Step::End);
-        }
-        if self.must_wait {
-            self.wait()?;
-        }
         // The position before the fetch: a fetch that ends the pass consumes nothing.
-        let at = match self.progress.as_mut() {
-            Some(p) => {
-                let at = self.source.progress().map_or(0, |(at, _)| at);
-                p.tick(at);
-                at
+        let mut at = 0;
+        if self.status.attention {
+            match self.attend()? {
+                Some(pos) => at = pos,
+                None => return Ok(Step::End),
             }
-            None => 0,
-        };
+        }
         match self.source.fetch() {
             Ok(Fetch::Packet(p)) => {
                 self.status.bytes += u64::from(p.caplen);
-                self.stop_after = self.clock.on_packet();
+                if let Some(reason) = self.clock.on_packet() {
+                    self.stop_after = Some(reason);
+                    self.status.attention = true;
+                }
                 Ok(Step::Packet(p))
             }
             Ok(Fetch::Idle) => {
@@ -326,6 +331,7 @@ impl<S: PacketSource> SourceLoop<S> {
                     return Ok(Step::End);
                 }
                 self.must_wait = true;
+                self.status.attention = true;
                 Ok(Step::Pending)
             }
             Ok(Fetch::End) => {
@@ -338,6 +344,33 @@ impl<S: PacketSource> SourceLoop<S> {
                 self.status.source_error(e, self.strict)
             }
         }
+    }
+
+    /// What [`step`](Self::step) does before a fetch when `status.attention` is set: `None`
+    /// when the pass has ended (or ends now, at a limit), else the position before the fetch
+    /// (after waiting for the device, with the progress bar drawn).
+    #[inline(never)]
+    fn attend(&mut self) -> Result<Option<u64>> {
+        if self.status.ended.is_some() {
+            return Ok(None);
+        }
+        if let Some(reason) = self.stop_after {
+            self.finish(reason);
+            return Ok(None);
+        }
+        if self.must_wait {
+            self.wait()?;
+        }
+        self.status.attention = self.progress.is_some();
+        let at = match self.progress.as_mut() {
+            Some(p) => {
+                let at = self.source.progress().map_or(0, |(at, _)| at);
+                p.tick(at);
+                at
+            }
+            None => 0,
+        };
+        Ok(Some(at))
     }
 
     #[cold]
