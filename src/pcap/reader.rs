@@ -69,17 +69,6 @@ impl RecordCursor {
         }
     }
 
-    /// The next packet if it is a common classic record (see
-    /// [`ClassicCursor::next_common`]); `None` (the cursor unmoved) for any other, which
-    /// [`next`](Self::next) reads.
-    #[inline(always)]
-    pub fn next_common<'a>(&mut self, buf: &'a [u8]) -> Option<RawPacket<'a>> {
-        match self {
-            RecordCursor::Pcap(c) => c.next_common(buf),
-            RecordCursor::PcapNg(_) => None,
-        }
-    }
-
     /// Whether a record longer than its snaplen is a format error (`true`) or read whole
     /// and counted in [`RecordCursor::oversized`] (the default).
     pub fn set_strict(&mut self, strict: bool) {
@@ -268,64 +257,12 @@ impl FileReader {
                 self.done = true;
                 Ok(None)
             }
-            Err(issue) => Err(failed(&mut self.done, &self.path, issue)),
+            Err(issue) => {
+                self.done = true;
+                Err(issue.into_error(&self.path))
+            }
         }
     }
-}
-
-/// [`PacketSource::fetch`] for what its fast path does not take: with the filter applied,
-/// after the end, and every record that is not a common classic one. (Fields, not
-/// `&mut FileReader`: the fast path's packet borrows the map.)
-#[inline(never)]
-fn fetch_slow<'m>(
-    map: &'m Mmap,
-    cursor: &mut RecordCursor,
-    done: &mut bool,
-    released: &mut usize,
-    filter: &mut Option<FileFilter>,
-    path: &Path,
-) -> Result<Fetch<'m>> {
-    if *done {
-        return Ok(Fetch::End);
-    }
-    let mut rejected = 0u32;
-    loop {
-        release_behind(map, cursor.offset(), released);
-        match cursor.next(map) {
-            Ok(Some(p)) => {
-                if let Some(f) = filter.as_mut() {
-                    match f.matches(&p) {
-                        Ok(true) => {}
-                        Ok(false) => {
-                            rejected += 1;
-                            if rejected >= SCAN_BUDGET {
-                                return Ok(Fetch::Idle);
-                            }
-                            continue;
-                        }
-                        Err(e) => {
-                            *done = true;
-                            return Err(e);
-                        }
-                    }
-                }
-                return Ok(Fetch::Packet(p));
-            }
-            Ok(None) => {
-                *done = true;
-                return Ok(Fetch::End);
-            }
-            Err(issue) => return Err(failed(done, path, issue)),
-        }
-    }
-}
-
-/// The reader's end after a malformed record (`done` is set): the error to report. (Fields,
-/// not `&mut FileReader`, as for [`release_behind`].)
-#[cold]
-fn failed(done: &mut bool, path: &Path, issue: Issue) -> Error {
-    *done = true;
-    issue.into_error(path)
 }
 
 /// Release the pages of `map` more than [`RELEASE_EVERY`] bytes behind `at` (the cursor)
@@ -360,27 +297,44 @@ fn release(map: &Mmap, from: usize, to: usize) {
 }
 
 impl PacketSource for FileReader {
-    /// The hot path: a record, unfiltered, handed on; filtering, the end and errors are
-    /// out of line.
-    #[inline(always)]
+    #[inline]
     fn fetch(&mut self) -> Result<Fetch<'_>> {
-        let FileReader {
-            map,
-            cursor,
-            done,
-            filter,
-            released,
-            path,
-            ..
-        } = self;
-        let map: &Mmap = map;
-        if let (false, None, RecordCursor::Pcap(c)) = (*done, &filter, &mut *cursor) {
-            release_behind(map, c.offset(), released);
-            if let Some(p) = c.next_common(map) {
-                return Ok(Fetch::Packet(p));
+        if self.done {
+            return Ok(Fetch::End);
+        }
+        let mut rejected = 0u32;
+        loop {
+            release_behind(&self.map, self.cursor.offset(), &mut self.released);
+            match self.cursor.next(&self.map) {
+                Ok(Some(p)) => {
+                    if let Some(f) = self.filter.as_mut() {
+                        match f.matches(&p) {
+                            Ok(true) => {}
+                            Ok(false) => {
+                                rejected += 1;
+                                if rejected >= SCAN_BUDGET {
+                                    return Ok(Fetch::Idle);
+                                }
+                                continue;
+                            }
+                            Err(e) => {
+                                self.done = true;
+                                return Err(e);
+                            }
+                        }
+                    }
+                    return Ok(Fetch::Packet(p));
+                }
+                Ok(None) => {
+                    self.done = true;
+                    return Ok(Fetch::End);
+                }
+                Err(issue) => {
+                    self.done = true;
+                    return Err(issue.into_error(&self.path));
+                }
             }
         }
-        fetch_slow(map, cursor, done, released, filter, path)
     }
 
     fn info(&self) -> SourceInfo {
