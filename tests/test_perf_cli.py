@@ -22,7 +22,9 @@ def test_defaults_follow_the_quick_profile():
     assert (opts.warmups, opts.runs, opts.packets) == (1, 1, None)
     assert opts.rates == [10000] and opts.duration_ms == 2000
     assert opts.offline_scenarios()[:2] == ["raw-seq", "sync-loop"]
-    assert len(opts.offline_scenarios()) == 11
+    # paclo's 11 and the C mmap walk, the yardstick of `x walk`
+    assert len(opts.offline_scenarios()) == 12
+    assert opts.offline_scenarios()[-1] == "peer-c-mmap-walk"
 
 
 def test_reference_profile_defaults():
@@ -41,7 +43,8 @@ def test_overrides_and_equals_form():
     # canonical order, not the order given; --peers adds the peers to the chosen scenarios
     assert opts.offline_scenarios() == [
         "raw-seq", "flow-table",
-        "peer-c-pcap-next-ex", "peer-dpkt-raw", "peer-dpkt-5tuple", "peer-scapy-raw", "peer-scapy-decode",
+        "peer-c-mmap-walk", "peer-c-pcap-next-ex", "peer-dpkt-raw", "peer-dpkt-5tuple", "peer-scapy-raw",
+        "peer-scapy-decode",
     ]
     assert opts.peers
     # peers named in --scenarios are the choice: --peers adds no others

@@ -174,8 +174,53 @@ impl ClassicCursor {
     /// `Truncated` when `buf` ends inside the record; `Format` for a caplen above
     /// [`MAX_CAPLEN`], or above the file's snaplen when strict. The cursor does not
     /// advance on error.
-    #[inline]
+    #[inline(always)]
     pub fn next<'a>(&mut self, buf: &'a [u8]) -> Result<Option<RawPacket<'a>>, Issue> {
+        match self.next_common(buf) {
+            Some(p) => Ok(Some(p)),
+            None => self.next_checked(buf),
+        }
+    }
+
+    /// The common record, read with one bounds check for its header and one for its data: a
+    /// 16-byte header, a caplen within the snaplen, all of it in `buf`. `None` for anything
+    /// else (the end, a cut record, an oversized one, the modified format), which
+    /// [`next`](Self::next) reads: the cursor has then not moved.
+    #[inline(always)]
+    pub fn next_common<'a>(&mut self, buf: &'a [u8]) -> Option<RawPacket<'a>> {
+        if self.header.record_header_len != RECORD_HEADER_LEN {
+            return None;
+        }
+        let start = self.offset;
+        let h: &[u8; RECORD_HEADER_LEN] =
+            buf.get(start..start + RECORD_HEADER_LEN)?.try_into().ok()?;
+        let word = |at: usize| u32::from_le_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]);
+        let (mut sec, mut frac) = (word(REC_TS_SEC), word(REC_TS_FRAC));
+        let (mut caplen, mut wirelen) = (word(REC_CAPLEN), word(REC_WIRELEN));
+        if self.header.endian == Endian::Big {
+            (sec, frac) = (sec.swap_bytes(), frac.swap_bytes());
+            (caplen, wirelen) = (caplen.swap_bytes(), wirelen.swap_bytes());
+        }
+        if caplen > self.max_caplen {
+            return None;
+        }
+        let from = start + RECORD_HEADER_LEN;
+        let data = buf.get(from..from + caplen as usize)?;
+        self.offset = from + caplen as usize;
+        self.index += 1;
+        Some(RawPacket {
+            ts_ns: ts_from_parts(sec, frac, self.unit_ns),
+            caplen,
+            wirelen,
+            linktype: self.header.linktype,
+            data,
+        })
+    }
+
+    /// [`next`](Self::next) for every record: the end, cut and oversized records and the
+    /// modified format's 24-byte headers.
+    #[inline(never)]
+    fn next_checked<'a>(&mut self, buf: &'a [u8]) -> Result<Option<RawPacket<'a>>, Issue> {
         let start = self.offset;
         let rest = buf.get(start..).unwrap_or_default();
         if rest.is_empty() {
@@ -286,6 +331,71 @@ mod tests {
             pkts,
             vec![(1_700_000_001_000_000_000, 3, 9, 1, vec![7, 8, 9])]
         );
+    }
+
+    /// The records of a walk, the issue that ended it and the oversized count.
+    type Walked = (Vec<crate::pcap::test_support::Row>, Option<Issue>, u64);
+
+    /// Every record of `buf` through `next` (the common fast path first) and through
+    /// `next_checked` alone, with the issue that ended each walk and the oversized count.
+    fn both_paths(buf: &[u8], strict: bool) -> [Walked; 2] {
+        [false, true].map(|checked_only| {
+            let mut c = ClassicCursor::new(buf).unwrap();
+            c.set_strict(strict);
+            let mut out = Vec::new();
+            let issue = loop {
+                let next = if checked_only {
+                    c.next_checked(buf)
+                } else {
+                    c.next(buf)
+                };
+                match next {
+                    Ok(Some(p)) => {
+                        out.push((p.ts_ns, p.caplen, p.wirelen, p.linktype, p.data.to_vec()))
+                    }
+                    Ok(None) => break None,
+                    Err(e) => break Some(e),
+                }
+            };
+            (out, issue, c.oversized().count)
+        })
+    }
+
+    proptest::proptest! {
+        /// The fast path reads what the checked path reads, record by record, in both byte
+        /// orders and precisions, with records above the snaplen (read whole, or an error
+        /// when strict), records above the maximum and a file cut anywhere.
+        #[test]
+        fn fast_path_agrees_with_the_checked_path(
+            big in proptest::bool::ANY,
+            nanos in proptest::bool::ANY,
+            snaplen in 0u32..80,
+            records in proptest::collection::vec((0u32..100, 0u32..2_000_000_000, 0u32..100), 0..12),
+            huge in proptest::option::of(0usize..12),
+            cut in proptest::option::of(0usize..2_000),
+            strict in proptest::bool::ANY,
+        ) {
+            let w = |v: u32| if big { v.to_be_bytes() } else { v.to_le_bytes() };
+            let mut buf = Vec::new();
+            buf.extend(w(if nanos { MAGIC_NANOS } else { MAGIC_MICROS }));
+            buf.extend(if big { [0, 2, 0, 4] } else { [2, 0, 4, 0] });
+            buf.extend([0; 8]);
+            buf.extend(w(snaplen));
+            buf.extend(w(1));
+            for (i, (caplen, frac, extra)) in records.iter().enumerate() {
+                let caplen = if huge == Some(i) { MAX_CAPLEN + 1 } else { *caplen };
+                buf.extend(w(1_700_000_000 + i as u32));
+                buf.extend(w(*frac));
+                buf.extend(w(caplen));
+                buf.extend(w(caplen.saturating_add(*extra)));
+                buf.extend((0..caplen.min(100)).map(|b| b as u8 ^ i as u8));
+            }
+            if let Some(cut) = cut {
+                buf.truncate(buf.len().min(24 + cut));
+            }
+            let [fast, checked] = both_paths(&buf, strict);
+            proptest::prop_assert_eq!(fast, checked);
+        }
     }
 
     #[test]

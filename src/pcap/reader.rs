@@ -61,7 +61,7 @@ impl RecordCursor {
     ///
     /// # Errors
     /// See [`ClassicCursor::next`] and [`NgCursor::next`].
-    #[inline]
+    #[inline(always)]
     pub fn next<'a>(&mut self, buf: &'a [u8]) -> std::result::Result<Option<RawPacket<'a>>, Issue> {
         match self {
             RecordCursor::Pcap(c) => c.next(buf),

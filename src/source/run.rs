@@ -36,6 +36,8 @@ pub struct Limits {
 #[derive(Debug)]
 pub struct StopClock {
     limits: Limits,
+    /// `limits.max_packets`, or `u64::MAX` without one (one compare per packet).
+    packet_cap: u64,
     started: Instant,
     count: u64,
     idle_since: Option<Instant>,
@@ -46,6 +48,7 @@ impl StopClock {
     pub fn new(limits: Limits, started: Instant) -> Self {
         StopClock {
             limits,
+            packet_cap: limits.max_packets.unwrap_or(u64::MAX),
             started,
             count: 0,
             idle_since: None,
@@ -62,15 +65,18 @@ impl StopClock {
     pub fn on_packet(&mut self) -> Option<StopReason> {
         self.count += 1;
         self.idle_since = None;
-        if self.limits.max_packets.is_some_and(|m| self.count >= m) {
+        if self.count >= self.packet_cap {
             return Some(StopReason::MaxPackets);
         }
-        if let Some(t) = self.limits.max_time {
-            if self.started.elapsed() >= t {
-                return Some(StopReason::MaxTime);
-            }
+        match self.limits.max_time {
+            Some(t) => self.out_of_time(t),
+            None => None,
         }
-        None
+    }
+
+    #[inline(never)]
+    fn out_of_time(&self, t: Duration) -> Option<StopReason> {
+        (self.started.elapsed() >= t).then_some(StopReason::MaxTime)
     }
 
     /// An empty read at `now`; the reason to stop, if any.
@@ -128,6 +134,10 @@ pub enum Step<'a> {
 /// while it holds a packet borrowed from the source).
 #[derive(Debug)]
 struct Status {
+    /// Whether the next step must look at more than the source: the pass has ended, a
+    /// limit was reached, the device must be waited for. The one flag the hot path reads
+    /// for all of them.
+    attention: bool,
     started: Started,
     ended: Option<Instant>,
     stop_reason: Option<StopReason>,
@@ -144,6 +154,7 @@ struct Status {
 
 impl Status {
     fn end(&mut self, reason: StopReason) {
+        self.attention = true;
         if self.ended.is_none() {
             self.ended = Some(Instant::now());
             self.stop_reason.get_or_insert(reason);
@@ -212,6 +223,7 @@ impl<S: PacketSource> SourceLoop<S> {
             source,
             clock: StopClock::new(limits, started.instant()),
             status: Status {
+                attention: limits.max_packets == Some(0),
                 started,
                 ended: None,
                 stop_reason: None,
@@ -277,22 +289,18 @@ impl<S: PacketSource> SourceLoop<S> {
     /// # Errors
     /// A source error (a malformed record, a device read error, a filter that does not
     /// compile for a link type met later); the pass has then failed.
-    #[inline]
+    #[inline(always)]
     pub fn step(&mut self) -> Result<Step<'_>> {
-        if self.status.ended.is_some() {
+        if self.status.attention && !self.attend()? {
             return Ok(Step::End);
-        }
-        if let Some(reason) = self.stop_after {
-            self.finish(reason);
-            return Ok(Step::End);
-        }
-        if self.must_wait {
-            self.wait()?;
         }
         match self.source.fetch() {
             Ok(Fetch::Packet(p)) => {
                 self.status.bytes += u64::from(p.caplen);
-                self.stop_after = self.clock.on_packet();
+                if let Some(reason) = self.clock.on_packet() {
+                    self.stop_after = Some(reason);
+                    self.status.attention = true;
+                }
                 Ok(Step::Packet(p))
             }
             Ok(Fetch::Idle) => {
@@ -301,6 +309,7 @@ impl<S: PacketSource> SourceLoop<S> {
                     return Ok(Step::End);
                 }
                 self.must_wait = true;
+                self.status.attention = true;
                 Ok(Step::Pending)
             }
             Ok(Fetch::End) => {
@@ -309,6 +318,25 @@ impl<S: PacketSource> SourceLoop<S> {
             }
             Err(e) => self.status.source_error(e, self.strict),
         }
+    }
+
+    /// What [`step`](Self::step) does before a fetch when `status.attention` is set: `false`
+    /// when the pass has ended (or ends now, at a limit), else `true` (after waiting for the
+    /// device).
+    #[inline(never)]
+    fn attend(&mut self) -> Result<bool> {
+        if self.status.ended.is_some() {
+            return Ok(false);
+        }
+        if let Some(reason) = self.stop_after {
+            self.finish(reason);
+            return Ok(false);
+        }
+        if self.must_wait {
+            self.wait()?;
+        }
+        self.status.attention = false;
+        Ok(true)
     }
 
     #[cold]

@@ -31,11 +31,12 @@ options:
   --profile quick|reference|stress
                             dataset size and run counts (default quick)
   --output DIR              output directory (default target/perf)
-  --scenarios a,b,...       run only these scenarios (offline, peer or live names)
+  --scenarios a,b,...       run only these scenarios (offline, peer or live names; offline default:
+                            paclo's and the C mmap walk peer-c-mmap-walk, the x walk yardstick)
   --warmups N               warm-up runs per worker (default: profile, 1)
   --runs N                  measured runs per worker (default: profile, 1 or 5)
   --packets N               packets per dataset case instead of the profile's count
-  --peers                   also run the peers (C pcap_next_ex, dpkt, scapy) on the same datasets;
+  --peers                   also run the peers (C mmap walk, C pcap_next_ex, dpkt, scapy) on the same datasets;
                             live: add the C libpcap receivers to the --scenarios named
   -h, --help                show this help
   --version                 print the version of paclo and exit

@@ -55,8 +55,13 @@ OFFLINE_SCENARIOS = (
 # Scenarios that report `unique_flows`.
 FLOW_SCENARIOS = ("flow-aggregate", "flow-reduce", "flow-table")
 
-# Other tools over the same datasets, run with --peers.
+# The floor of a raw read (a C walk over the mmapped records): every default offline run
+# measures it beside paclo, the yardstick of the `x walk` column.
+WALK_SCENARIO = "peer-c-mmap-walk"
+
+# Other tools over the same datasets, run with --peers (the walk first).
 PEER_SCENARIOS = (
+    WALK_SCENARIO,
     "peer-c-pcap-next-ex",
     "peer-dpkt-raw",
     "peer-dpkt-5tuple",
@@ -73,7 +78,7 @@ SCAPY_MAX_PACKETS = 20_000
 ESTIMATE_NS_PER_PACKET = {
     "raw-seq": 100, "sync-loop": 20, "raw-reduce": 150, "full-decode": 1_200, "full-reduce": 1_300,
     "flow-aggregate": 60, "flow-reduce": 200, "flow-project": 80, "write-pipeline": 150, "flow-table": 60,
-    "arrow-batches": 60, "peer-c-pcap-next-ex": 60, "peer-dpkt-raw": 1_300, "peer-dpkt-5tuple": 9_000,
+    "arrow-batches": 60, "peer-c-mmap-walk": 20, "peer-c-pcap-next-ex": 60, "peer-dpkt-raw": 1_300, "peer-dpkt-5tuple": 9_000,
     "peer-scapy-raw": 1_200, "peer-scapy-decode": 120_000,
 }
 ESTIMATE_WORKER_START_S = 1.0

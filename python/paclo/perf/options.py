@@ -61,10 +61,11 @@ class Options:
     argv: list[str] = field(default_factory=list)
 
     def offline_scenarios(self) -> list[str]:
-        """Offline (and peer) scenarios to run, in the canonical order."""
+        """Offline (and peer) scenarios to run, in the canonical order: by default paclo's and
+        the C mmap walk (all peers with --peers); with --scenarios, the named ones (and all
+        peers with --peers when none is named)."""
         known = list(config.OFFLINE_SCENARIOS)
-        if self.peers:
-            known += list(config.PEER_SCENARIOS)
+        known += list(config.PEER_SCENARIOS) if self.peers else [config.WALK_SCENARIO]
         if self.scenarios is None:
             return known
         allowed = config.OFFLINE_SCENARIOS + config.PEER_SCENARIOS

@@ -1,5 +1,7 @@
 """Peer scenarios: the same datasets read by the tools a user would otherwise pick.
 
+- `peer-c-mmap-walk`: the floor of a raw read, a C walk over the mmapped records (caplen, last
+  byte, next); in every default run, the yardstick of `x walk`.
 - `peer-c-pcap-next-ex`: libpcap's `pcap_next_ex` loop in C (compiled by the runner with `cc`).
 - `peer-dpkt-raw`: `dpkt.pcap.Reader` iteration, no decode.
 - `peer-dpkt-5tuple`: dpkt Ethernet/IP/TCP-UDP decode and a dict keyed by the 5-tuple.
@@ -26,10 +28,15 @@ if TYPE_CHECKING:
 
 # The C programs shipped beside this module: name -> (what needs it, source, link flags).
 C_PROGRAMS = {
+    "mmap_walk": ("peer-c-mmap-walk", "mmap_walk.c", []),
     "pcap_next_ex_loop": ("peer-c-pcap-next-ex", "pcap_next_ex_loop.c", ["-lpcap"]),
     "pcap_live_count": ("peer-c-libpcap-live", "pcap_live_count.c", ["-lpcap"]),
     "udp_sendmmsg": ("the C reference sender", "udp_sendmmsg.c", ["-pthread"]),
 }
+
+
+# The offline peers that are C programs timing themselves: scenario -> program of C_PROGRAMS.
+C_PEERS = {"peer-c-mmap-walk": "mmap_walk", "peer-c-pcap-next-ex": "pcap_next_ex_loop"}
 
 
 class SelfTimedFields(ScenarioFields):
@@ -58,15 +65,18 @@ def compile_c(out_dir: str | os.PathLike[str], name: str) -> str:
     exe = bin_dir / name
     if exe.exists() and exe.stat().st_mtime >= source.stat().st_mtime:
         return str(exe)
-    proc = subprocess.run([cc, "-O2", "-o", str(exe), str(source), *flags], capture_output=True, text=True)
+    try:
+        proc = subprocess.run([cc, "-O2", "-o", str(exe), str(source), *flags], capture_output=True, text=True)
+    except OSError as exc:
+        raise PeerUnavailable(f"{user} needs a C compiler: running {cc} failed: {exc}") from None
     if proc.returncode != 0:
         raise PeerUnavailable(f"compiling {source.name} failed (needs libpcap-dev):\n{proc.stderr.strip()}")
     return str(exe)
 
 
-def compile_c_peer(out_dir: str | os.PathLike[str]) -> str:
-    """Compile the pcap_next_ex loop (the offline C peer) into `out_dir/bin`."""
-    return compile_c(out_dir, "pcap_next_ex_loop")
+def compile_c_peer(out_dir: str | os.PathLike[str], scenario: str = "peer-c-pcap-next-ex") -> str:
+    """Compile the C program of the offline peer `scenario` (a key of C_PEERS) into `out_dir/bin`."""
+    return compile_c(out_dir, C_PEERS[scenario])
 
 
 def compile_c_live_peer(out_dir: str | os.PathLike[str]) -> str:
@@ -79,8 +89,8 @@ def compile_c_sender(out_dir: str | os.PathLike[str]) -> str:
     return compile_c(out_dir, "udp_sendmmsg")
 
 
-def c_pcap_next_ex(binary: str, path: str, count: int) -> Callable[[], SelfTimedFields]:
-    """One pass of the C loop; timing, CPU and peak RSS come from the C process itself."""
+def c_self_timed(binary: str, path: str, count: int) -> Callable[[], SelfTimedFields]:
+    """One pass of a C peer of C_PEERS; timing, CPU and peak RSS come from the C process itself."""
 
     def run() -> SelfTimedFields:
         proc = subprocess.run([binary, path], capture_output=True, text=True)
@@ -192,6 +202,7 @@ PEERS: dict[str, Scenario] = {
 }
 
 NOTES = {
+    "peer-c-mmap-walk": "C walk over the mmapped classic-pcap records (caplen, touch the last byte, next): the floor of a raw read; timed inside the C process",
     "peer-c-pcap-next-ex": "libpcap pcap_next_ex loop in C, counting packets and caplen; timed inside the C process",
     "peer-dpkt-raw": "dpkt.pcap.Reader iteration, no decode",
     "peer-dpkt-5tuple": "dpkt Ethernet/IP decode and a dict keyed by the 5-tuple",

@@ -14,6 +14,7 @@ from .._progress import Display
 from . import config, environment, live, metrics
 from .live_runner import ceiling_table, live_scenarios, live_table, run_live
 from .options import Options
+from .results import SPEED_REFERENCES
 from .workers import Console, RunFailed, run_worker
 
 __all__ = ["Console", "Interrupted", "Options", "RunFailed", "live_scenarios", "run", "run_live", "run_offline",
@@ -100,17 +101,18 @@ def _fmt(value: float | None, digits: int = 0) -> str:
 def table(results: list[dict[str, Any]]) -> str:
     """The summary table: median packets/s, ns/packet and allocation per packet.
 
-    With the C peer in the results, a `x C loop` column gives each scenario's median packets/s
-    as a multiple of the C pcap_next_ex loop's on the same case.
+    With the C peers in the results, `x C loop` and `x walk` columns give each scenario's
+    median packets/s as a multiple of the C pcap_next_ex loop's and of the C mmap walk's on
+    the same case (results.SPEED_REFERENCES).
     """
-    c_loop = {
-        r["case"]: r["summary"].get("packets_per_sec", {}).get("median")
-        for r in results
-        if r["scenario"] == "peer-c-pcap-next-ex"
+    refs = {
+        label: {r["case"]: r["summary"].get("packets_per_sec", {}).get("median")
+                for r in results if r["scenario"] == scenario}
+        for scenario, label in SPEED_REFERENCES
     }
-    header = ["case", "scenario", "packets/s", "ns/packet", "native B/pkt", "native allocs/pkt", "Python B/pkt"]
-    if c_loop:
-        header.append("x C loop")
+    labels = [label for label, by_case in refs.items() if by_case]
+    header = ["case", "scenario", "packets/s", "ns/packet", "native B/pkt", "native allocs/pkt", "Python B/pkt",
+              *labels]
     rows: list[tuple[str, ...]] = [tuple(header)]
     for r in results:
         s = r["summary"]
@@ -127,9 +129,9 @@ def table(results: list[dict[str, Any]]) -> str:
             _fmt(med("native_allocations_per_packet"), 4),
             _fmt(med("python_allocated_bytes_per_packet"), 2),
         ]
-        if c_loop:
-            base = c_loop.get(r["case"])
-            pps = med("packets_per_sec")
+        pps = med("packets_per_sec")
+        for label in labels:
+            base = refs[label].get(r["case"])
             values.append(_fmt(pps / base, 2) if base and pps is not None else "-")
         rows.append(tuple(values))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
@@ -153,14 +155,16 @@ LEGEND = (
     ("native allocs/pkt", "allocations the Rust core made per packet"),
     ("Python B/pkt", "bytes Python allocated per packet (tracemalloc, in an extra untimed run)"),
     ("x C loop", "packets/s as a multiple of the C pcap_next_ex loop's on the same case (> 1: faster)"),
+    ("x walk", "packets/s as a multiple of the C mmap record walk's, the floor of a raw read (1: at the floor)"),
 )
 
 
 def legend(results: list[dict[str, Any]]) -> str:
     """What each column of `table(results)` means, one line each, and a note on runs too
     short to time."""
-    c_loop = any(r["scenario"] == "peer-c-pcap-next-ex" for r in results)
-    shown = [(name, text) for name, text in LEGEND if c_loop or name != "x C loop"]
+    ran = {r["scenario"] for r in results}
+    absent = {label for scenario, label in SPEED_REFERENCES if scenario not in ran}
+    shown = [(name, text) for name, text in LEGEND if name not in absent]
     width = max(len(name) for name, _ in shown)
     lines = [f"{name.ljust(width)}  {text}" for name, text in shown]
     short = [
@@ -334,16 +338,22 @@ def run_offline(opts: Options, env: dict[str, Any], console: Console, *, dataset
     scenarios = opts.offline_scenarios()
     output = Path(opts.output)
 
-    binary = None
-    if "peer-c-pcap-next-ex" in scenarios:
-        from . import peers
-
-        try:
-            binary = peers.compile_c_peer(output)
-        except peers.PeerUnavailable as exc:
-            raise RunFailed(str(exc)) from None
-
     from . import peers as peer_mod
+
+    # The C peers are compiled once per run. The walk joins every default run: without a C
+    # compiler it is left out (and said so) unless it was named.
+    binaries: dict[str, str] = {}
+    for scenario in [s for s in scenarios if s in peer_mod.C_PEERS]:
+        try:
+            binaries[scenario] = peer_mod.compile_c_peer(output, scenario)
+        except peer_mod.PeerUnavailable as exc:
+            named = opts.peers or (opts.scenarios is not None and scenario in opts.scenarios)
+            if named:
+                raise RunFailed(str(exc)) from None
+            console.log(f"[perf] {scenario} left out: {exc}")
+            scenarios.remove(scenario)
+            for _ in config.CASES:
+                console.advance()
 
     results = [] if results is None else results
     for case in config.CASES:
@@ -355,7 +365,7 @@ def run_offline(opts: Options, env: dict[str, Any], console: Console, *, dataset
             expected_bytes = datasets.expected_bytes(case, n)
             prefix = f"offline {label}"
             console.progress(prefix)
-            cmd = worker_cmd(scenario, str(path), n, opts.warmups, opts.runs, binary)
+            cmd = worker_cmd(scenario, str(path), n, opts.warmups, opts.runs, binaries.get(scenario))
             doc = run_worker(cmd, label, console.progress_of(prefix))
             runs = doc["runs"]
             failures = []

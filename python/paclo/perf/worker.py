@@ -38,10 +38,10 @@ def _build(
 
     if scenario in scenarios.SCENARIOS:
         return scenarios.SCENARIOS[scenario](path, count, probe), True
-    if scenario == "peer-c-pcap-next-ex":
+    if scenario in peers.C_PEERS:
         if not binary:
-            raise ValueError("peer-c-pcap-next-ex needs --binary")
-        return peers.c_pcap_next_ex(binary, path, count), False
+            raise ValueError(f"{scenario} needs --binary")
+        return peers.c_self_timed(binary, path, count), False
     if scenario in peers.PEERS:
         return peers.PEERS[scenario](path, count, probe), False
     raise ValueError(f"unknown scenario {scenario!r}")
@@ -49,6 +49,8 @@ def _build(
 
 def run_worker(scenario: str, path: str, count: int, warmups: int, runs: int, binary: str | None) -> dict[str, Any]:
     """Warm up, measure and return the worker's JSON object."""
+    from .peers import C_PEERS
+
     fn, native = _build(scenario, path, count, binary)
     counts = _native_counts() if native else None
     for i in range(warmups):
@@ -70,7 +72,7 @@ def run_worker(scenario: str, path: str, count: int, warmups: int, runs: int, bi
             run["gc_time_ms"] = None
         out_runs.append(run)
     python_bytes = None
-    if scenario != "peer-c-pcap-next-ex":
+    if scenario not in C_PEERS:
         print("[worker] python allocation pass", file=sys.stderr, flush=True)
         python_bytes = metrics.python_allocation_pass(
             lambda probe: _build(scenario, path, count, binary, probe)[0]
