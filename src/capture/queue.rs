@@ -96,7 +96,8 @@ pub enum Pop<T> {
     Finished,
 }
 
-struct State<T> {
+/// What the mutex guards: the items, the recycled buffers, the counters and who waits.
+struct Guarded<T> {
     items: VecDeque<T>,
     pool: Vec<T>,
     counters: QueueCounters,
@@ -111,7 +112,7 @@ pub struct BoundedQueue<T> {
     wake_batch: usize,
     pool_cap: usize,
     mode: QueueMode,
-    state: Mutex<State<T>>,
+    state: Mutex<Guarded<T>>,
     not_empty: Condvar,
     not_full: Condvar,
 }
@@ -128,7 +129,7 @@ impl<T> BoundedQueue<T> {
             wake_batch: (capacity / 4).clamp(1, 64),
             pool_cap,
             mode,
-            state: Mutex::new(State {
+            state: Mutex::new(Guarded {
                 items: VecDeque::with_capacity(capacity.min(1 << 16)),
                 pool: Vec::new(),
                 counters: QueueCounters::default(),
@@ -151,13 +152,13 @@ impl<T> BoundedQueue<T> {
         self.capacity
     }
 
-    fn lock(&self) -> MutexGuard<'_, State<T>> {
+    fn lock(&self) -> MutexGuard<'_, Guarded<T>> {
         // A panic while holding the lock cannot leave the counters half-updated in a way
         // that matters more than losing the capture, so poisoning is ignored.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn accept(&self, st: &mut State<T>, item: T) -> Option<T> {
+    fn accept(&self, st: &mut Guarded<T>, item: T) -> Option<T> {
         st.items.push_back(item);
         let c = &mut st.counters;
         c.enqueued += 1;

@@ -65,7 +65,9 @@ use crate::decode::link::{
     SLL_PROTOCOL as SLL_PROTOCOL_OFFSET, VLAN_TAG_LEN, VLAN_TPIDS,
 };
 
-const IPV4_MIN_HEADER_LEN: usize = 20;
+// Header lengths as the decoder's etherparse slicers define them. Field offsets are the
+// fast path's own: for IP, TCP and UDP the decoder reads fields through etherparse.
+const IPV4_MIN_HEADER_LEN: usize = etherparse::Ipv4Header::MIN_LEN;
 const IPV4_TOTAL_LEN_OFFSET: usize = 2;
 const IPV4_PROTOCOL_OFFSET: usize = 9;
 const IPV4_SRC_OFFSET: usize = 12;
@@ -76,14 +78,14 @@ const IPV6_NEXT_HEADER_OFFSET: usize = 6;
 const IPV6_SRC_OFFSET: usize = 8;
 const IPV6_DST_OFFSET: usize = 24;
 const IPV6_EXT_MIN_LEN: usize = 8;
-const IPV6_FRAG_HEADER_LEN: usize = 8;
+const IPV6_FRAG_HEADER_LEN: usize = etherparse::Ipv6FragmentHeader::LEN;
 const IPV6_FRAG_OFFSET_MASK: u16 = 0xFFF8;
 const IPV6_MORE_FRAGMENTS: u16 = 0x0001;
 const AH_MIN_LEN: usize = 12;
 
-const UDP_HEADER_LEN: usize = 8;
+const UDP_HEADER_LEN: usize = etherparse::UdpHeader::LEN;
 const UDP_LENGTH_OFFSET: usize = 4;
-const TCP_MIN_HEADER_LEN: usize = 20;
+const TCP_MIN_HEADER_LEN: usize = etherparse::TcpHeader::MIN_LEN;
 const TCP_DATA_OFFSET: usize = 12;
 const TCP_FLAGS_OFFSET: usize = 13;
 
