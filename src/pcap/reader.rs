@@ -297,7 +297,9 @@ fn read_record<'a>(
             // Once a page faulted, a record counts if it ends before the first zero byte:
             // before that page and before the file's current end.
             let end = cursor.offset();
-            match map.get(end.next_multiple_of(super::guard::page_size())) {
+            // (The page size is a power of two: a mask, not a division.)
+            let page = super::guard::page_size();
+            match map.get((end + page - 1) & !(page - 1)) {
                 // SAFETY: a read of a valid reference to a byte of the map.
                 Some(b) => _ = unsafe { std::ptr::read_volatile(b) },
                 None => {
