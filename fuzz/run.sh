@@ -13,17 +13,22 @@
 # the test builders, and tcpdump/tshark/editcap/mergecap where installed). New inputs go to
 # fuzz/corpus/<target> (ignored by git). Each target prints one summary line; its full
 # libFuzzer output is printed only when it fails, and a crashing input stays in
-# fuzz/artifacts/<target>. Installs cargo-fuzz from crates.io when missing. cargo-fuzz
-# passes nightly-only flags (-Zsanitizer=address); RUSTC_BOOTSTRAP=1 lets the stable
-# toolchain accept them.
+# fuzz/artifacts/<target>. Uses the cargo-fuzz on PATH, else builds a pinned one into
+# target/tools (once, saying so; never into ~/.cargo). cargo-fuzz passes nightly-only flags
+# (-Zsanitizer=address); RUSTC_BOOTSTRAP=1 lets the stable toolchain accept them.
 set -euo pipefail
 secs=${1:-60}
 runs=${FUZZ_RUNS:-}
 sanitizer=(-s "${FUZZ_SANITIZER:-address}")
 cd "$(dirname "$0")/.."
+CARGO_FUZZ_VERSION=0.13.2
 targets=(decode read flow)
 if ! cargo fuzz --version >/dev/null 2>&1; then
-  cargo install cargo-fuzz --locked --quiet
+  PATH="$PWD/target/tools/bin:$PATH"
+  if ! cargo fuzz --version >/dev/null 2>&1; then
+    echo "fuzz: building cargo-fuzz $CARGO_FUZZ_VERSION into target/tools (once; a few minutes)" >&2
+    cargo install cargo-fuzz --version "$CARGO_FUZZ_VERSION" --locked --quiet --root "$PWD/target/tools"
+  fi
 fi
 mkdir -p fuzz/corpus fuzz/artifacts
 logs=$(mktemp -d)

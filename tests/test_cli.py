@@ -100,7 +100,7 @@ def test_pcap_filter_keeps_timestamps_and_counts(tmp_path):
     out = tmp_path / "out.pcap"
     r = run("pcap-filter", src, out, "--filter", "tcp", "--min-caplen", "60", "--format", "json")
     assert r.returncode == 0, r.stderr
-    report = json.loads(r.stdout)[0]
+    report = json.loads(r.stdout)  # one report: one object
     expected = [p for p in paclo.read(src, filter="tcp") if p.caplen >= 60]
     got = list(paclo.read(out))
     assert [(p.ts_ns, p.data, p.wirelen) for p in got] == [(p.ts_ns, p.data, p.wirelen) for p in expected]

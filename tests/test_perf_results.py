@@ -1,20 +1,15 @@
-"""paclo.perf.load / compare / plot and the notebook."""
+"""paclo.perf.load / compare / plot / markdown (the notebooks: test_notebooks.py)."""
 
 from __future__ import annotations
 
 import copy
 import io
 import json
-import os
-import sys
-from pathlib import Path
 
 import pytest
 from _perf_util import SpecDatasets
 
 from paclo.perf import cli, runner
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -85,22 +80,6 @@ def test_plot_makes_one_figure_per_case(results):
         paclo.perf.plot(results, metric="speed")
 
 
-def test_notebook_runs_headless_on_a_results_file(results, monkeypatch):
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
-    pytest.importorskip("ipykernel")
-    # the kernel must be this interpreter (the one paclo is installed in)
-    monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
-    monkeypatch.setenv("PACLO_PERF_RESULTS", str(results))
-    monkeypatch.setenv("MPLBACKEND", "Agg")
-    nb = nbformat.read(ROOT / "notebooks" / "perf.ipynb", as_version=4)
-    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3").execute()
-    outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
-    text = "".join(o.get("text", "") for o in outputs)
-    assert "profile quick" in text
-    assert any("raw-seq" in str(o.get("data", {})) for o in outputs)
-
-
 def test_markdown_table_of_medians(results):
     import paclo.perf
 
@@ -125,19 +104,3 @@ def test_markdown_adds_the_c_loop_ratio_when_the_c_peer_ran(results):
     assert text.splitlines()[0].endswith("| x C loop |")
     c_rows = [line for line in text.splitlines() if "peer-c-pcap-next-ex" in line]
     assert len(c_rows) == 3 and all(row.endswith("| 1.00 |") for row in c_rows)
-
-
-def test_notebook_makes_its_own_small_run_without_a_results_file(monkeypatch):
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
-    pytest.importorskip("ipykernel")
-    monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
-    monkeypatch.delenv("PACLO_PERF_RESULTS", raising=False)
-    monkeypatch.setenv("MPLBACKEND", "Agg")
-    nb = nbformat.read(ROOT / "notebooks" / "perf.ipynb", as_version=4)
-    nbclient.NotebookClient(nb, timeout=600, kernel_name="python3").execute()
-    outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
-    shown = "".join(str(o.get("data", {})) + o.get("text", "") for o in outputs)
-    for scenario in ("raw-seq", "sync-loop", "flow-table", "peer-dpkt-raw"):
-        assert scenario in shown
-    assert "--packets 2000" in shown

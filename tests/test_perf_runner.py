@@ -277,12 +277,16 @@ class _Stream(io.StringIO):
         return self._tty
 
 
-def test_progress_shows_on_a_tty_and_stays_quiet_when_piped(tmp_path):
+def test_progress_shows_on_a_tty_and_stays_quiet_when_piped(tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # the line is cut to the terminal's width
     tty = _Stream(True)
     run_quick(tmp_path / "a", "--scenarios", "raw-seq", console=runner.Console(tty))
     shown = tty.getvalue()
-    assert "\r[perf] [1/3] offline udp-64 raw-seq" in shown
-    assert "[perf] [3/3] offline mixed raw-seq: run 1/1" in shown
+    # the shared progress line: steps done of all, then the current step
+    assert "\r[perf]  [--------------------]   0.0%  0/3 steps" in shown
+    assert "offline udp-64 raw-seq" in shown
+    assert "2/3 steps" in shown and "offline mixed raw-seq: run 1/1" in shown
+    assert "[perf]  [####################] 100.0%  3/3 steps" in shown
     assert "[perf] preparing" in shown
     piped = _Stream(False)
     run_quick(tmp_path / "b", "--scenarios", "raw-seq", console=runner.Console(piped))

@@ -14,7 +14,8 @@ Flows as an Arrow table::
 
 from __future__ import annotations
 
-from . import decode_ext
+from . import decode_ext, demo, plot
+from ._analysis import analysis_view, ip_range, ip_to_bytes, to_pandas, to_polars
 from ._capture import Capture, FanOut, capture, devices, fan_out, libpcap_version
 from ._decode import decode
 from ._flows import flow_topn, flows, ip_to_str, project, read_batches
@@ -43,20 +44,27 @@ __all__ = [
     "Reduced",
     "TruncatedCaptureWarning",
     "__version__",
+    "analysis_view",
     "bpf",
     "capture",
     "decode",
     "decode_ext",
+    "demo",
     "devices",
     "fan_out",
     "flow_topn",
     "flows",
+    "ip_range",
+    "ip_to_bytes",
     "ip_to_str",
     "libpcap_version",
+    "plot",
     "project",
     "read",
     "read_batches",
     "reduce",
+    "to_pandas",
     "to_parquet",
+    "to_polars",
     "write_pcap",
 ]

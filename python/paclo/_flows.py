@@ -17,6 +17,7 @@ from typing import Any, Literal
 import pyarrow as pa
 
 from . import _paclo
+from ._analysis import address_strings, analysis_view
 from ._options import LiveSource, live_source
 
 __all__ = ["flow_topn", "flows", "ip_to_str", "project", "read_batches"]
@@ -86,6 +87,19 @@ def _check_filter(filter: Any) -> str | None:
     raise TypeError(f"filter must be a BPF expression (str) or None, not {type(filter).__name__}")
 
 
+View = Literal["numeric", "analysis"]
+
+
+def _check_view(view: Any) -> None:
+    if view not in ("numeric", "analysis"):
+        raise ValueError(f"view must be 'numeric' (lossless) or 'analysis', not {view!r}")
+
+
+def _view(table: pa.Table, view: View) -> pa.Table:
+    """``table`` as it is (``"numeric"``, lossless) or as its analysis view."""
+    return analysis_view(table) if view == "analysis" else table
+
+
 def _table(stream: _paclo.ArrowStream) -> pa.Table:
     # Not pa.table(stream): it asks pandas whether the stream is a DataFrame, and so
     # imports pandas (a second or more) on the first call of a process.
@@ -99,6 +113,7 @@ def project(
     filter: str | None = None,
     duration: float | None = None,
     limit: int | None = None,
+    view: View = "numeric",
     **live: Any,
 ) -> pa.Table:
     """One row per packet: ``ts_ns, caplen, len, ip_version, protocol, src_ip, dst_ip,
@@ -108,11 +123,13 @@ def project(
     an open ``Reader`` (its file is projected from the start). ``device=`` captures live
     instead, until ``duration`` seconds or ``limit`` packets, with the live options of
     :func:`paclo.capture` (``snaplen``, ``promisc``, ``timeout_ms``, ``buffer_size``,
-    ``immediate``, ``on_ready``).
+    ``immediate``, ``on_ready``). ``view="analysis"`` returns the analysis view (text
+    addresses, time types, protocol names: ``paclo.analysis_view``).
     """
+    _check_view(view)
     src = _source("project", source, device, duration=duration, limit=limit, live=live)
     stream = _paclo.flow_project(src, filter=_check_filter(filter))
-    return _table(stream)
+    return _view(_table(stream), view)
 
 
 def flows(
@@ -125,6 +142,7 @@ def flows(
     filter: str | None = None,
     duration: float | None = None,
     limit: int | None = None,
+    view: View = "numeric",
     **live: Any,
 ) -> pa.Table:
     """The flow table: one row per flow, aggregated natively.
@@ -134,10 +152,11 @@ def flows(
     the table then has an ``expiration_reason`` column. ``bidirectional=True`` keys flows
     by the canonical endpoint pair (the smaller endpoint first) and adds per-direction
     counters. A list of paths is aggregated as one capture. ``device=`` captures live
-    instead, as for :func:`project`.
+    instead, as for :func:`project`. ``view="analysis"`` returns the analysis view.
     """
     if not isinstance(bidirectional, bool):
         raise TypeError(f"bidirectional must be True or False, not {bidirectional!r}")
+    _check_view(view)
     for name, value in (("idle_timeout", idle_timeout), ("active_timeout", active_timeout)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
             raise TypeError(f"{name} must be a number of seconds or None, not {value!r}")
@@ -149,7 +168,7 @@ def flows(
         active_timeout=None if active_timeout is None else float(active_timeout),
         filter=_check_filter(filter),
     )
-    return _table(stream)
+    return _view(_table(stream), view)
 
 
 def flow_topn(
@@ -222,29 +241,6 @@ def read_batches(
     return stream
 
 
-def _to_fixed16(arr: pa.Array) -> pa.Array:
-    if pa.types.is_fixed_size_binary(arr.type) and arr.type.byte_width == 16:
-        return arr
-    if pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type) or pa.types.is_null(arr.type):
-        return arr.cast(pa.binary(16))
-    raise TypeError(f"ip_to_str needs 16-byte binary addresses, not {arr.type}")
-
-
-def _strings(arr: pa.Array, version: pa.Array | None) -> pa.Array:
-    arr = _to_fixed16(arr)
-    if len(arr) == 0:
-        return pa.array([], type=pa.string())
-    data = arr.buffers()[1]
-    buf = memoryview(data)[arr.offset * 16 : (arr.offset + len(arr)) * 16] if data is not None else b""
-    valid = arr.is_valid().to_numpy(zero_copy_only=False).astype("uint8").tobytes()
-    versions = None
-    if version is not None:
-        if len(version) != len(arr):
-            raise ValueError(f"version has {len(version)} rows, the addresses {len(arr)}")
-        versions = version.fill_null(0).cast(pa.uint8()).to_numpy(zero_copy_only=False).tobytes()
-    return pa.array(_paclo.addresses_to_str(bytes(buf), valid, versions), type=pa.string())
-
-
 def _as_arrow(column: Any) -> pa.Array | pa.ChunkedArray:
     if isinstance(column, (pa.Array, pa.ChunkedArray)):
         return column
@@ -276,24 +272,12 @@ def ip_to_str(column: Any, version: Any = None) -> Any:
         if len(column) != 16:
             raise ValueError(f"an address is 16 bytes, got {len(column)}")
         v = None if version is None else pa.array([version], type=pa.uint8())
-        return _strings(pa.array([bytes(column)], type=pa.binary(16)), v)[0].as_py()
+        return address_strings(pa.array([bytes(column)], type=pa.binary(16)), v)[0].as_py()
     ver = None if version is None else _as_arrow_version(version)
     kind = type(column).__module__.split(".")[0]
     arrow = _as_arrow(column)
-    if isinstance(arrow, pa.ChunkedArray):
-        if ver is not None:
-            ver = ver.combine_chunks() if isinstance(ver, pa.ChunkedArray) else ver
-            chunks, start = [], 0
-            for c in arrow.chunks:
-                chunks.append(_strings(c, ver.slice(start, len(c))))
-                start += len(c)
-        else:
-            chunks = [_strings(c, None) for c in arrow.chunks]
-        out: Any = pa.chunked_array(chunks, type=pa.string())
-    else:
-        if isinstance(ver, pa.ChunkedArray):
-            ver = ver.combine_chunks()
-        out = _strings(arrow, ver)
+    text = address_strings(arrow, ver)
+    out: Any = text if isinstance(arrow, pa.ChunkedArray) else text.combine_chunks()
     if kind == "pyarrow" or isinstance(column, (pa.Array, pa.ChunkedArray)):
         return out
     if kind == "pandas":

@@ -1,6 +1,7 @@
 from os import PathLike
 
 __all__ = [
+    "ADDRESS_TEXT_MAX_ROWS",
     "ArrowStream",
     "Capture",
     "FanOut",
@@ -9,7 +10,7 @@ __all__ = [
     "PcapWriter",
     "Reader",
     "__version__",
-    "addresses_to_str",
+    "address_text",
     "count_packets",
     "dataset_expected",
     "dataset_frame",
@@ -23,11 +24,13 @@ __all__ = [
     "libpcap_version",
     "native_alloc_counts",
     "open_capture",
+    "protocol_names",
     "read",
     "read_batches",
     "reduce",
     "set_decode_hooks",
     "start_fan_out",
+    "tcp_flag_strings",
     "udp_generate",
 ]
 __version__: str
@@ -189,7 +192,6 @@ def flow_topn(
 def read_batches(
     source: str | PathLike[str] | _LiveSource, *, batch_size: int = 65536, filter: str | None = None
 ) -> ArrowStream: ...
-def addresses_to_str(buf: bytes, valid: bytes, versions: bytes | None = None) -> list[str | None]: ...
 # --- live ---
 
 @final
@@ -254,3 +256,12 @@ class FanOutBranch(Generic[_T_co]):
     def name(self) -> str: ...
 
 def start_fan_out(capture: Capture[_T], branches: list[tuple[str, str, int]]) -> FanOut[_T]: ...
+
+# --- analysis view ---
+ADDRESS_TEXT_MAX_ROWS: int
+
+def address_text(
+    rows: int, addrs: bytes, validity: bytes | None = None, bit_offset: int = 0, versions: bytes | None = None
+) -> tuple[bytes, bytes, bytes | None, int]: ...
+def protocol_names() -> list[str | None]: ...
+def tcp_flag_strings() -> list[str]: ...

@@ -1,9 +1,10 @@
 """The ``paclo`` command line: flow-topn, pcap-filter, pcap-stats, to-parquet and perf.
 
-Data goes to stdout, metadata and warnings to stderr. Exit codes: 0 success, 1 usage
-(missing arguments), 2 input not found, 3 invalid choice, 4 bad flag value or unknown
-flag, 5 input unreadable (not a capture file, read error). Every failure prints one
-``ERROR:`` line on stderr. Nothing is capped: every packet of the input is read.
+Data goes to stdout, metadata and warnings (``paclo: warning: ...``) to stderr. Exit codes:
+0 success, 1 usage (missing arguments), 2 input or output directory not found, 3 invalid
+choice, 4 bad flag value or unknown flag, 5 input unreadable (a directory, not a capture
+file, read error). Every failure prints one ``ERROR:`` line on stderr. Nothing is capped:
+every packet of the input is read.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import math
 import os
 import signal
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TextIO, cast
 
@@ -48,9 +50,23 @@ class _Parser(argparse.ArgumentParser):
         raise CliError(4, message)
 
 
-def _input(path: str) -> str:
+def _input(path: str, *, directories: bool = False) -> str:
+    """An existing capture file (or directory of captures, with ``directories``)."""
     if not os.path.exists(path):
         raise CliError(2, f"input PCAP not found: {os.path.abspath(path)}")
+    if not directories and os.path.isdir(path):
+        raise CliError(5, f"input is a directory, not a capture file: {os.path.abspath(path)}")
+    return path
+
+
+def _output(path: str) -> str:
+    """A file the command may create: its directory exists and it is no directory itself."""
+    full = os.path.abspath(path)
+    if os.path.isdir(full):
+        raise CliError(4, f"OUT is a directory: {full}")
+    parent = os.path.dirname(full)
+    if not os.path.isdir(parent):
+        raise CliError(2, f"output directory not found: {parent}")
     return path
 
 
@@ -130,9 +146,30 @@ def flow_topn(args: argparse.Namespace) -> int:
     n = _count("--top", args.top)
     bpf = _filter(args.filter)
     rows, nflows, npackets = _topn(path, n, by=by, bidirectional=mode == "bidir", filter=bpf)
-    _emit(rows, fmt, ["proto", "src", "dst", "packets", "bytes"])
+    columns = ["proto", "src", "dst", "packets", "bytes"]
+    if fmt == "table":
+        notes = [_no_ports_note(r["flow"]) for r in rows]
+        if any(notes):
+            rows = [{**r, "note": note} for r, note in zip(rows, notes, strict=True)]
+            columns.append("note")
+    _emit(rows, fmt, columns)
     _meta(flows=nflows, rows=len(rows), packets=npackets, top=n, mode=mode, by=by, filter=json.dumps(bpf))
     return 0
+
+
+def _has_port(endpoint: str) -> bool:
+    """``ip:port`` and ``[v6]:port`` carry a port; a bare IPv4 (no colon) or IPv6 (two or
+    more colons, no brackets) address does not."""
+    return endpoint.startswith("[") or endpoint.count(":") == 1
+
+
+def _no_ports_note(flow: dict[str, Any]) -> str | None:
+    """Why a flow-topn row has no ports, or None when it has them."""
+    if _has_port(flow["src"]):
+        return None
+    if flow["proto"] in ("tcp", "udp"):
+        return "no ports: non-first fragments (or a cut TCP/UDP header)"
+    return f"no ports: {flow['proto']} is not TCP/UDP"
 
 
 def pcap_filter(args: argparse.Namespace) -> int:
@@ -144,6 +181,7 @@ def pcap_filter(args: argparse.Namespace) -> int:
     bpf = _filter(args.filter)
     if os.path.abspath(args.output) == os.path.abspath(src):
         raise CliError(4, "OUT must differ from IN")
+    _output(args.output)
     linktype = 1
     with paclo.read(src) as probe:
         for pkt in probe:
@@ -164,7 +202,11 @@ def pcap_filter(args: argparse.Namespace) -> int:
     report = {"in": src, "out": args.output, "filter": bpf, "min_caplen": min_caplen,
               "in_packets": in_packets, "out_packets": out_packets, "in_bytes": in_bytes,
               "out_bytes": out_bytes, "drop_pct": drop}
-    _emit([report], fmt, list(report))
+    if fmt == "json":
+        # One report: one JSON object (flow-topn's rows are a list).
+        sys.stdout.write(json.dumps(report) + "\n")
+    else:
+        _emit([report], fmt, list(report))
     _meta(wrote=out_packets, out=args.output)
     return 0
 
@@ -276,7 +318,7 @@ def to_parquet(args: argparse.Namespace) -> int:
 
     inputs, out = args.inputs, args.output
     for p in inputs:
-        _input(p)
+        _input(p, directories=True)
     kind = cast("Kind", _choice("kind", args.kind, KINDS))
     mode = _choice("mode", args.mode, MODES)
     compression = _choice("compression", args.compression, COMPRESSIONS)
@@ -313,7 +355,10 @@ def perf(argv: list[str]) -> int:
 
 
 def _parser() -> _Parser:
+    from . import __version__
+
     p = _Parser(prog="paclo", description="Packet capture, decode and flow analysis.")
+    p.add_argument("--version", action="version", version=f"paclo {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     fmt_help = f"output format ({'|'.join(FORMATS)}, default table)"
 
@@ -365,12 +410,29 @@ def _parser() -> _Parser:
     return p
 
 
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: TextIO | None = None, line: str | None = None) -> None:
+    """Warnings as ``paclo: warning: <message>``: no source file, line or category."""
+    print(f"paclo: warning: {message}", file=file or sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     if argv is None:
         # As a command: Ctrl-C stops at once, also inside a native loop that holds no GIL
         # checkpoint (the default handler only sets a flag Python reads after the loop).
         signal.signal(signal.SIGINT, signal.SIG_DFL)
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv == ["--version"]:
+        from . import __version__
+
+        print(f"paclo {__version__}")
+        return 0
     if argv and argv[0] == "perf":
         try:
             return perf(argv[1:])
@@ -393,7 +455,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ERROR: {e}", file=sys.stderr)
         return e.code
     except FileNotFoundError as e:
-        print(f"ERROR: input PCAP not found: {os.path.abspath(e.filename or '')}", file=sys.stderr)
+        print(f"ERROR: not found: {os.path.abspath(e.filename or '')}", file=sys.stderr)
         return 2
     except (ValueError, TypeError) as e:
         code = 5 if type(e).__name__ == "PcapFormatError" else 4

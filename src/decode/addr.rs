@@ -28,11 +28,35 @@ impl<const N: usize> StackStr<N> {
         }
     }
 
+    /// The ASCII bytes of `b`, cut at the capacity.
+    fn from_ascii(b: &[u8]) -> Self {
+        let mut s = Self::new();
+        for &x in b {
+            s.push(x);
+        }
+        s
+    }
+
+    /// Append one ASCII byte (a non-ASCII byte is ignored, so the text stays UTF-8); past
+    /// the capacity the byte is dropped.
+    #[inline]
+    pub fn push_byte(&mut self, b: u8) {
+        if b.is_ascii() {
+            self.push(b);
+        }
+    }
+
     /// The text.
     #[inline]
     pub fn as_str(&self) -> &str {
         // Only ASCII bytes are ever pushed.
         core::str::from_utf8(&self.buf[..self.len]).unwrap_or("")
+    }
+}
+
+impl<const N: usize> Default for StackStr<N> {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
@@ -105,18 +129,6 @@ pub fn ipv4(b: &[u8; 4]) -> Ipv4Text {
     s
 }
 
-#[inline]
-fn push_group(s: &mut Ipv6Text, g: u16) {
-    let mut started = false;
-    for shift in [12u16, 8, 4, 0] {
-        let d = (g >> shift) & 15;
-        if d != 0 || started || shift == 0 {
-            s.push(HEX[usize::from(d)]);
-            started = true;
-        }
-    }
-}
-
 fn groups(b: &[u8; 16]) -> [u16; 8] {
     let mut g = [0u16; 8];
     for (i, x) in g.iter_mut().enumerate() {
@@ -125,22 +137,8 @@ fn groups(b: &[u8; 16]) -> [u16; 8] {
     g
 }
 
-/// Eight groups, no leading zeros, no `::` (the reference's uncompressed form).
-pub fn ipv6_full(b: &[u8; 16]) -> Ipv6Text {
-    let mut s = Ipv6Text::new();
-    for (i, &g) in groups(b).iter().enumerate() {
-        if i > 0 {
-            s.push(b':');
-        }
-        push_group(&mut s, g);
-    }
-    s
-}
-
-/// RFC 5952 text: lowercase, no leading zeros, the first longest run of two or more zero
-/// groups as `::`. IPv4-mapped addresses are written in hex groups too.
-pub fn ipv6_compact(b: &[u8; 16]) -> Ipv6Text {
-    let g = groups(b);
+/// The first longest run of two or more zero groups, as (start, length); (8, 0) if none.
+fn zero_run(g: &[u16; 8]) -> (usize, usize) {
     let (mut best_start, mut best_len) = (8usize, 0usize);
     let mut i = 0;
     while i < 8 {
@@ -158,24 +156,134 @@ pub fn ipv6_compact(b: &[u8; 16]) -> Ipv6Text {
         }
     }
     if best_len < 2 {
-        return ipv6_full(b);
+        (8, 0)
+    } else {
+        (best_start, best_len)
     }
-    let mut s = Ipv6Text::new();
-    for (j, &x) in g.iter().enumerate().take(best_start) {
-        if j > 0 {
-            s.push(b':');
+}
+
+/// Write the IPv6 text of `b` into `buf` and return its length (39 bytes at most): groups
+/// in lowercase hex without leading zeros, with the first longest zero run as `::` when
+/// `compress`.
+fn ipv6_into(buf: &mut [u8; IP_TEXT_BUF], b: &[u8; 16], compress: bool) -> usize {
+    let g = groups(b);
+    let (run_start, run_len) = if compress { zero_run(&g) } else { (8, 0) };
+    let mut len = 0;
+    let mut j = 0;
+    while j < 8 {
+        if j == run_start {
+            buf[len] = b':';
+            buf[len + 1] = b':';
+            len += 2;
+            j += run_len;
+            continue;
         }
-        push_group(&mut s, x);
-    }
-    s.push(b':');
-    s.push(b':');
-    for (j, &x) in g.iter().enumerate().skip(best_start + best_len) {
-        if j > best_start + best_len {
-            s.push(b':');
+        if j > 0 && j != run_start + run_len {
+            buf[len] = b':';
+            len += 1;
         }
-        push_group(&mut s, x);
+        // All four hex digits are written, the significant ones first; the next write
+        // starts after them. At most 35 bytes precede a group, so four bytes fit in 40.
+        let x = g[j];
+        let digits = (19 - x.leading_zeros() as usize) / 4;
+        let digits = digits.max(1);
+        let h = u32::from_be_bytes([
+            HEX[usize::from(x >> 12)],
+            HEX[usize::from((x >> 8) & 15)],
+            HEX[usize::from((x >> 4) & 15)],
+            HEX[usize::from(x & 15)],
+        ]) << (8 * (4 - digits));
+        buf[len..len + 4].copy_from_slice(&h.to_be_bytes());
+        len += digits;
+        j += 1;
     }
-    s
+    len
+}
+
+/// Eight groups, no leading zeros, no `::` (the reference's uncompressed form).
+pub fn ipv6_full(b: &[u8; 16]) -> Ipv6Text {
+    let mut buf = [0u8; IP_TEXT_BUF];
+    let len = ipv6_into(&mut buf, b, false);
+    Ipv6Text::from_ascii(&buf[..len])
+}
+
+/// RFC 5952 text: lowercase, no leading zeros, the first longest run of two or more zero
+/// groups as `::`. IPv4-mapped addresses are written in hex groups too.
+pub fn ipv6_compact(b: &[u8; 16]) -> Ipv6Text {
+    let mut buf = [0u8; IP_TEXT_BUF];
+    let len = ipv6_into(&mut buf, b, true);
+    Ipv6Text::from_ascii(&buf[..len])
+}
+
+/// The first 12 bytes of an IPv4-mapped IPv6 address (`::ffff:0:0/96`, RFC 4291 §2.5.5.2).
+pub const MAPPED_PREFIX: [u8; 12] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff];
+
+/// Decimal digits of every byte value: `[len, d0, d1, d2]`.
+static DEC: [[u8; 4]; 256] = {
+    let mut t = [[0u8; 4]; 256];
+    let mut i = 0;
+    while i < 256 {
+        let v = i as u8;
+        t[i] = if v >= 100 {
+            [3, b'0' + v / 100, b'0' + (v / 10) % 10, b'0' + v % 10]
+        } else if v >= 10 {
+            [2, b'0' + v / 10, b'0' + v % 10, 0]
+        } else {
+            [1, b'0' + v, 0, 0]
+        };
+        i += 1;
+    }
+    t
+};
+
+/// Size of the buffer [`ip16_into`] and [`ipv4_into`] write into: the longest text (an IPv6
+/// address of eight four-digit groups, 39 bytes) and the slack of a four-byte store.
+pub const IP_TEXT_BUF: usize = 40;
+
+/// Write the dotted quad of `b` at the start of `buf` (one table lookup per byte); returns
+/// its length (15 at most).
+#[inline]
+pub fn ipv4_into(buf: &mut [u8; IP_TEXT_BUF], b: [u8; 4]) -> usize {
+    // The last octet's three-byte copy may reach byte 15.
+    let mut len = 0;
+    for (i, &x) in b.iter().enumerate() {
+        if i > 0 {
+            buf[len] = b'.';
+            len += 1;
+        }
+        let d = &DEC[usize::from(x)];
+        buf[len..len + 3].copy_from_slice(&d[1..]);
+        len += usize::from(d[0]);
+    }
+    len
+}
+
+/// Write the text of a 16-byte address as the tables store it (IPv4 as IPv4-mapped IPv6)
+/// at the start of `buf`; returns its length. A mapped address is a dotted quad, unless
+/// `ipv6` says the packet was IPv6, which gives the mixed form `::ffff:a.b.c.d` (RFC 5952
+/// §5); any other address is RFC 5952 text.
+#[inline]
+pub fn ip16_into(buf: &mut [u8; IP_TEXT_BUF], a: &[u8; 16], ipv6: bool) -> usize {
+    if a[..12] != MAPPED_PREFIX {
+        return ipv6_into(buf, a, true);
+    }
+    let v4 = [a[12], a[13], a[14], a[15]];
+    if !ipv6 {
+        return ipv4_into(buf, v4);
+    }
+    let mut quad = [0u8; IP_TEXT_BUF];
+    let n = ipv4_into(&mut quad, v4);
+    buf[..7].copy_from_slice(b"::ffff:");
+    buf[7..7 + n].copy_from_slice(&quad[..n]);
+    7 + n
+}
+
+/// Append the text [`ip16_into`] writes to `out`.
+#[inline]
+pub fn write_ip16(out: &mut Vec<u8>, a: &[u8; 16], ipv6: bool) {
+    let mut buf = [0u8; IP_TEXT_BUF];
+    let len = ip16_into(&mut buf, a, ipv6);
+    out.extend_from_slice(&buf[..len]);
 }
 
 #[cfg(test)]
@@ -211,6 +319,30 @@ mod tests {
         assert_eq!(ipv6_compact(&e.octets()).as_str(), "fe80::");
     }
 
+    fn ip16(a: &[u8; 16], ipv6: bool) -> String {
+        let mut v = Vec::new();
+        write_ip16(&mut v, a, ipv6);
+        String::from_utf8(v).unwrap()
+    }
+
+    #[test]
+    fn ip16_forms() {
+        let mut m = [0u8; 16];
+        m[10] = 0xff;
+        m[11] = 0xff;
+        m[12..].copy_from_slice(&[10, 1, 1, 2]);
+        assert_eq!(ip16(&m, false), "10.1.1.2");
+        assert_eq!(ip16(&m, true), "::ffff:10.1.1.2");
+        m[12..].copy_from_slice(&[255; 4]);
+        assert_eq!(ip16(&m, true), "::ffff:255.255.255.255");
+        let a: Ipv6Addr = "2001:db8::ff00:42:8329".parse().unwrap();
+        assert_eq!(ip16(&a.octets(), false), "2001:db8::ff00:42:8329");
+        assert_eq!(ip16(&a.octets(), true), "2001:db8::ff00:42:8329");
+        // IPv4-compatible (deprecated, ::a.b.c.d) is not mapped: plain RFC 5952 hex.
+        let c: Ipv6Addr = "::102:304".parse().unwrap();
+        assert_eq!(ip16(&c.octets(), false), "::102:304");
+    }
+
     proptest::proptest! {
         #[test]
         fn ipv6_compact_matches_std(b in proptest::array::uniform16(proptest::prop_oneof![proptest::strategy::Just(0u8), proptest::num::u8::ANY])) {
@@ -226,6 +358,9 @@ mod tests {
         #[test]
         fn ipv4_matches_std(b in proptest::array::uniform4(proptest::num::u8::ANY)) {
             proptest::prop_assert_eq!(ipv4(&b).as_str().to_string(), std::net::Ipv4Addr::from(b).to_string());
+            let mut buf = [0u8; IP_TEXT_BUF];
+            let n = ipv4_into(&mut buf, b);
+            proptest::prop_assert_eq!(std::str::from_utf8(&buf[..n]).unwrap(), std::net::Ipv4Addr::from(b).to_string());
         }
     }
 }

@@ -442,7 +442,7 @@ fn flow_batch(
         prim::<Int64Type>(rows.iter().map(|r| r.1.last_ts_ns).collect(), None),
         prim::<Int64Type>(
             rows.iter()
-                .map(|r| r.1.last_ts_ns - r.1.first_ts_ns)
+                .map(|r| r.1.last_ts_ns.saturating_sub(r.1.first_ts_ns))
                 .collect(),
             None,
         ),

@@ -151,14 +151,14 @@ impl FileReader {
         // Check the kind first: opening a FIFO would block until a writer appears.
         let kind = std::fs::metadata(&path).map_err(|e| Error::from_io(&path, e))?;
         if !kind.is_file() {
-            let what = if kind.is_dir() {
-                "is a directory"
+            let source = if kind.is_dir() {
+                std::io::Error::new(std::io::ErrorKind::IsADirectory, "is a directory")
             } else {
-                "is not a regular file (pipes and devices cannot be mapped)"
+                std::io::Error::other("is not a regular file (pipes and devices cannot be mapped)")
             };
             return Err(Error::Io {
                 path,
-                source: std::io::Error::other(what).into(),
+                source: source.into(),
             });
         }
         let file = File::open(&path).map_err(|e| Error::from_io(&path, e))?;
@@ -587,6 +587,13 @@ mod tests {
     fn open_errors() {
         let err = FileReader::open("/nonexistent/paclo/x.pcap").err().unwrap();
         assert!(matches!(err, Error::NotFound { .. }));
+        let dir = std::env::temp_dir();
+        let err = FileReader::open(&dir).err().unwrap();
+        assert!(
+            matches!(&err, Error::Io { path, source } if path == &dir
+                && source.kind() == std::io::ErrorKind::IsADirectory),
+            "{err}"
+        );
         let empty = write_temp("empty.pcap", &[]);
         let err = FileReader::open(&empty).err().unwrap();
         assert!(

@@ -28,8 +28,13 @@ impl From<Error> for PyErr {
                 path.display().to_string(),
             )),
             Error::PermissionDenied { .. } => PyPermissionError::new_err(message),
+            // OSError picks its subclass from the errno (EISDIR: IsADirectoryError).
             Error::Io { path, source } => PyOSError::new_err((
-                source.raw_os_error().unwrap_or(libc::EIO),
+                source.raw_os_error().unwrap_or(match source.kind() {
+                    std::io::ErrorKind::IsADirectory => libc::EISDIR,
+                    std::io::ErrorKind::NotADirectory => libc::ENOTDIR,
+                    _ => libc::EIO,
+                }),
                 source.to_string(),
                 path.display().to_string(),
             )),
@@ -56,6 +61,9 @@ pub fn exception_name(err: &Error) -> &'static str {
     match err {
         Error::NotFound { .. } => "FileNotFoundError",
         Error::PermissionDenied { .. } => "PermissionError",
+        Error::Io { source, .. } if source.kind() == std::io::ErrorKind::IsADirectory => {
+            "IsADirectoryError"
+        }
         Error::Io { .. } => "OSError",
         Error::Format { .. } | Error::Truncated { .. } => "PcapFormatError",
         Error::Filter { .. } | Error::InvalidArgument(_) => "ValueError",

@@ -5,13 +5,13 @@ use std::path::PathBuf;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::{PyDict, PyList};
 
 use super::convert::options::{LiveArg, SourceArg};
 use super::error::{warn_oversized, warn_truncated};
 use super::gil::interruptible;
 use super::interop::ArrowStream;
-use crate::flow::text::{column_version, endpoint, proto_name, write_addr};
+use crate::flow::text::{endpoint, proto_name};
 use crate::flow::{
     self, columns, flows_source, project_source, FlowOptions, FlowTable, FlowTuple, Notices,
     RawBatches, Walk,
@@ -216,50 +216,4 @@ pub fn read_batches(
             ArrowStream::lazy(Box::new(RawBatches::new(lp, batch_size)))
         }
     })
-}
-
-/// Text of the 16-byte addresses in `buf` (None where the `valid` byte is 0); `versions`
-/// (one byte per address) marks IPv6 rows whose address is IPv4-mapped, printed as IPv6.
-#[pyfunction]
-#[pyo3(signature = (buf, valid, versions = None))]
-pub fn addresses_to_str<'py>(
-    py: Python<'py>,
-    buf: &[u8],
-    valid: &[u8],
-    versions: Option<&[u8]>,
-) -> PyResult<Bound<'py, PyList>> {
-    if buf.len() != valid.len() * 16 || versions.is_some_and(|v| v.len() != valid.len()) {
-        return Err(PyValueError::new_err(
-            "address buffer, validity and versions differ in length",
-        ));
-    }
-    // Format every address into one buffer with the GIL released, then make the strings.
-    let (text, ends): (String, Vec<Option<usize>>) = py.detach(|| {
-        let mut text = String::with_capacity(valid.len() * 16);
-        let ends = valid
-            .iter()
-            .enumerate()
-            .map(|(i, ok)| {
-                (*ok != 0).then(|| {
-                    let a: [u8; 16] = buf[i * 16..i * 16 + 16].try_into().expect("16 bytes");
-                    let version = column_version(&a, versions.map(|v| v[i]));
-                    write_addr(&mut text, version, &a);
-                    text.len()
-                })
-            })
-            .collect();
-        (text, ends)
-    });
-    let out = PyList::empty(py);
-    let mut start = 0;
-    for end in ends {
-        match end {
-            Some(e) => {
-                out.append(PyString::new(py, &text[start..e]))?;
-                start = e;
-            }
-            None => out.append(py.None())?,
-        }
-    }
-    Ok(out)
 }

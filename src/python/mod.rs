@@ -9,10 +9,11 @@
 //! - [`error`]: crate errors to Python exceptions, the one mapping;
 //! - [`gil`] and [`hooks`]: the interpreter around native loops, user callbacks;
 //! - one file of `#[pyfunction]`s and classes per area: [`read`], [`write`], [`capture`],
-//!   [`fanout`], [`flows`], [`decode`], [`devices`], [`perf`], [`generator`].
+//!   [`fanout`], [`flows`], [`analysis`], [`decode`], [`devices`], [`perf`], [`generator`].
 //!
 //! The `#[pymodule]` below is the one list of what the module exports.
 
+mod analysis;
 mod capture;
 mod convert;
 mod decode;
@@ -49,7 +50,11 @@ fn _paclo(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(flows::flow_table, m)?)?;
     m.add_function(wrap_pyfunction!(flows::flow_topn, m)?)?;
     m.add_function(wrap_pyfunction!(flows::read_batches, m)?)?;
-    m.add_function(wrap_pyfunction!(flows::addresses_to_str, m)?)?;
+    // The analysis view: address text as Arrow buffers, protocol and TCP flag names.
+    m.add_function(wrap_pyfunction!(analysis::address_text, m)?)?;
+    m.add_function(wrap_pyfunction!(analysis::protocol_names, m)?)?;
+    m.add_function(wrap_pyfunction!(analysis::tcp_flag_strings, m)?)?;
+    m.add("ADDRESS_TEXT_MAX_ROWS", crate::flow::text::MAX_ROWS)?;
     // Live capture.
     m.add_class::<capture::Capture>()?;
     m.add_function(wrap_pyfunction!(capture::open_capture, m)?)?;

@@ -2,7 +2,8 @@
 
 Exit codes follow the paclo command-line contract: 0 success, 1 usage (unknown or incomplete
 argument), 3 invalid choice, 4 bad flag value, 5 the benchmark failed (a worker failed, a
-result failed its consistency checks, or the requested mode is not available).
+result failed its consistency checks, or the requested mode is not available), 130
+interrupted (Ctrl-C: the finished steps are written to results.json with "complete": false).
 """
 
 from __future__ import annotations
@@ -12,11 +13,15 @@ import sys
 from . import config
 from .options import EXIT_CHOICE, EXIT_FAILED, EXIT_USAGE, EXIT_VALUE, Options, UsageError, parse_args
 
-__all__ = ["EXIT_CHOICE", "EXIT_FAILED", "EXIT_USAGE", "EXIT_VALUE", "USAGE", "Options", "UsageError", "main",
+# The shell's status for a command stopped by SIGINT (128 + 2).
+EXIT_INTERRUPTED = 130
+
+__all__ = ["EXIT_CHOICE", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_USAGE", "EXIT_VALUE", "USAGE", "Options", "UsageError", "main",
            "parse_args"]
 
 USAGE = """\
 usage: python -m paclo.perf [options]
+       python -m paclo.perf report RESULTS.json [--compare OTHER.json] --output DIR
 
 Reproducible offline (and live) performance baselines for paclo. Writes
 <output>/results.json (schema version 2).
@@ -33,6 +38,11 @@ options:
   --peers                   also run the peers (C pcap_next_ex, dpkt, scapy) on the same datasets;
                             live: add the C libpcap receivers to the --scenarios named
   -h, --help                show this help
+  --version                 print the version of paclo and exit
+
+It prints the mode, profile, steps, dataset sizes and a time estimate first, then a table
+(its columns explained under it). Ctrl-C stops the current worker and writes the finished
+steps to results.json, marked "complete": false; the exit status is then 130.
 
 live options (validated; live mode runs the live workers):
   --rates R1,R2,...         target packets per second (default: profile)
@@ -71,6 +81,15 @@ def main(argv: list[str] | None = None) -> int:
     """Run the performance runner with `argv` (default: sys.argv[1:]); return the exit code."""
     if argv is None:
         argv = sys.argv[1:]
+    if "--version" in argv:
+        from importlib.metadata import version
+
+        print(f"paclo.perf {version('paclo')}")
+        return 0
+    if argv and argv[0] == "report":
+        from .report import main as report_main
+
+        return report_main(argv[1:])
     try:
         opts = parse_args(list(argv))
     except UsageError as exc:
@@ -79,11 +98,17 @@ def main(argv: list[str] | None = None) -> int:
     if opts is None:
         sys.stdout.write(USAGE)
         return 0
-    from .runner import RunFailed, run
+    from .runner import Interrupted, RunFailed, run
 
     try:
         run(opts)
     except RunFailed as exc:
         print(f"paclo perf: error: {exc}", file=sys.stderr)
         return EXIT_FAILED
+    except Interrupted as exc:
+        print(f"[perf] {exc}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except KeyboardInterrupt:
+        print("[perf] interrupted before a step finished; nothing written", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return 0

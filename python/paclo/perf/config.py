@@ -67,8 +67,26 @@ PEER_SCENARIOS = (
 # scapy is about 100x slower than the rest: it reads at most this many packets of each dataset.
 SCAPY_MAX_PACKETS = 20_000
 
+# The start-of-run estimate: ns per packet of each offline scenario on a quiet 2-vCPU machine
+# (the reference figures of docs/performance.md, rounded up), the cost of starting one worker
+# process, and what generating a dataset costs per packet. An estimate, not a measurement.
+ESTIMATE_NS_PER_PACKET = {
+    "raw-seq": 100, "sync-loop": 20, "raw-reduce": 150, "full-decode": 1_200, "full-reduce": 1_300,
+    "flow-aggregate": 60, "flow-reduce": 200, "flow-project": 80, "write-pipeline": 150, "flow-table": 60,
+    "arrow-batches": 60, "peer-c-pcap-next-ex": 60, "peer-dpkt-raw": 1_300, "peer-dpkt-5tuple": 9_000,
+    "peer-scapy-raw": 1_200, "peer-scapy-decode": 120_000,
+}
+ESTIMATE_WORKER_START_S = 1.0
+ESTIMATE_GENERATE_NS_PER_PACKET = 100
+
+# A measured run shorter than this is too short to time well (timer, scheduler and cache noise
+# are a large part of it): the runner says so under its table.
+MIN_TIMED_NS = 50_000_000
+
 # A worker still running after this long is killed and fails the run (the Clojure runner's cap).
 WORKER_TIMEOUT_S = 3600.0
+# A worker asked to stop (SIGTERM, when the runner is interrupted) is killed after this long.
+WORKER_STOP_S = 5.0
 
 class LiveScenario(TypedDict):
     """How one live scenario captures and consumes."""
@@ -107,6 +125,9 @@ LIVE_MATRIX: dict[str, LiveScenario] = {
     "peer-c-libpcap-live-immediate": {"engine": "c-libpcap", "decode": None, "buffer_size": MIB16, "immediate": True,
                                       "queue_mode": None},
 }
+
+# What the live sweep binds on its port: hold (never read), drain (read and discard), none.
+SINK_MODES = ("hold", "drain", "none")
 
 # Live scenarios, in the order they run.
 LIVE_SCENARIOS = tuple(LIVE_MATRIX)

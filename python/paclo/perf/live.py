@@ -7,7 +7,7 @@ hand-made numbers.
 Rates (per run; the glossary in docs/performance.md says the same):
 
 - `realized_send_pps`: what the sender actually offered. Loopback: the generator's report,
-  `(sent - 1) / send window`. External: the generator report when given, else
+  `(sent - k) / send window` with `k` senders. External: the generator report when given, else
   `(expected - 1) / capture window` (first to last captured packet).
 - `sustained_processed_pps`: `(processed - 1) / capture window`, the rate while packets
   actually flowed (not divided by the configured duration).

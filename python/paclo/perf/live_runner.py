@@ -78,8 +78,10 @@ def _c_peer_binary(names: list[str], output: Path) -> str | None:
 
 
 def run_live(opts: Options, env: dict[str, Any], console: Console,
-             worker_cmd: LiveWorkerCommand | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Every rate x live scenario in its own worker process; rate-major order.
+             worker_cmd: LiveWorkerCommand | None = None,
+             results: list[dict[str, Any]] | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Every rate x live scenario in its own worker process; rate-major order. Each finished
+    step is appended to `results` (a new list by default).
 
     Returns the live results and the sweep's setup block (the sink, the C peer binary).
     """
@@ -89,31 +91,29 @@ def run_live(opts: Options, env: dict[str, Any], console: Console,
         sink = Sink(opts.port, mode=opts.sink, external=opts.source == "external")
     except SinkError as exc:
         raise RunFailed(str(exc)) from None
-    results = []
-    total = len(opts.rates) * len(names)
-    step = 0
+    results = [] if results is None else results
     cpus = os.cpu_count()
     with sink:
         setup = {"sink": sink.describe(), "c_peer_binary": binary}
         for rate in opts.rates:
             for scenario in names:
-                step += 1
                 cfg = live.scenario_config(scenario, opts, rate, cpus)
                 cfg["scenario"] = scenario
                 if scenario in live.C_PEERS:
                     cfg["binary"] = binary
                 if opts.generator_report:
                     cfg["generator_report"] = opts.generator_report
-                results.append(_run_one(opts, cfg, env, console, worker_cmd, f"[perf] [{step}/{total}]"))
+                results.append(_run_one(opts, cfg, env, console, worker_cmd))
+                console.advance()
     return results, setup
 
 
 def _run_one(opts: Options, cfg: dict[str, Any], env: dict[str, Any], console: Console,
-             worker_cmd: LiveWorkerCommand | None, prefix: str) -> dict[str, Any]:
+             worker_cmd: LiveWorkerCommand | None) -> dict[str, Any]:
     scenario = cfg["scenario"]
     label = (f"live {opts.device} {scenario} source={opts.source} target-pps={cfg['target_pps']} "
              f"senders={cfg['senders']}")
-    prefix = f"{prefix} {label}"
+    prefix = label
     console.progress(prefix)
     ready_file, stop_poll = _ready_watch(console) if opts.source == "external" else (None, None)
     cmd = (worker_cmd or live_worker_command)(cfg, opts.warmups, opts.runs, ready_file)

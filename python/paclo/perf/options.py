@@ -16,7 +16,7 @@ EXIT_CHOICE = 3
 EXIT_VALUE = 4
 EXIT_FAILED = 5
 
-SINK_MODES = ("hold", "drain", "none")
+SINK_MODES = config.SINK_MODES
 
 
 class UsageError(Exception):

@@ -12,7 +12,6 @@ from .metrics import MEASURED_METRICS
 
 if TYPE_CHECKING:
     import pandas as pd
-    from matplotlib.figure import Figure
 
 # A results.json path, the directory holding it, or the parsed document.
 ResultsSource: TypeAlias = str | os.PathLike[str] | dict[str, Any]
@@ -121,76 +120,48 @@ def compare(a: ResultsSource, b: ResultsSource,
     return frame.set_index(["case", "scenario"])
 
 
-def plot(results: ResultsSource | pd.DataFrame, *, metric: str = "packets_per_sec", log: bool = True) -> list[Figure]:
-    """Matplotlib figures of offline medians: one horizontal bar chart per case.
-
-    `results` is a results.json path, a results dict, or a DataFrame from `load`. Bars are the
-    median of `metric` per scenario, with min-max error bars; peers are drawn in grey so paclo
-    and the other tools sit side by side. Returns the list of figures (one per case).
-    """
-    import matplotlib
-
-    if not os.environ.get("DISPLAY") and not os.environ.get("MPLBACKEND"):
-        matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-    import pandas as pd
-
-    frame = results if isinstance(results, pd.DataFrame) else load(results)
-    frame = frame[frame["mode"] == "offline"]
-    if metric not in frame.columns:
-        raise ValueError(f"metric must be one of {', '.join(RUN_COLUMNS)}, got {metric!r}")
-    figures: list[Figure] = []
-    for case, group in frame.groupby("case", sort=False):
-        stats = group.groupby("scenario", sort=False)[metric].agg(["median", "min", "max"])
-        stats = stats.dropna()
-        fig, ax = plt.subplots(figsize=(8, 0.4 * max(len(stats), 1) + 1.5))
-        colors = ["0.6" if name.startswith("peer-") else "C0" for name in stats.index]
-        err = [stats["median"] - stats["min"], stats["max"] - stats["median"]]
-        ax.barh(list(stats.index), stats["median"], xerr=err, color=colors)
-        ax.invert_yaxis()
-        if log and (stats["median"] > 0).all() and len(stats):
-            ax.set_xscale("log")
-        ax.set_xlabel(f"{metric} (median; bars min-max)")
-        ax.set_title(f"{case}")
-        fig.tight_layout()
-        figures.append(fig)
-    return figures
+# Reference peers whose speed every other row is shown as a multiple of.
+SPEED_REFERENCES = (("peer-c-pcap-next-ex", "x C loop"), ("peer-c-mmap-walk", "x walk"))
 
 
-def markdown(source: ResultsSource) -> str:
-    """A Markdown table of offline medians (one row per case and scenario), for docs and reports.
-
-    Columns: case, scenario, packets/s, ns/packet, native B/packet, Python B/packet, and
-    `x C loop` (packets/s as a multiple of the C pcap_next_ex loop on the same case) when the
-    peers ran.
-    """
+def offline_table(source: ResultsSource) -> tuple[list[str], list[list[str]]]:
+    """The offline medians as a header and text rows (one per case and scenario): packets/s,
+    ns/packet, native and Python bytes per packet, and the speed as a multiple of the C
+    pcap_next_ex loop (`x C loop`) and of the C mmap record walk (`x walk`) where those
+    peers ran on the same case."""
     document = read_results(source)
     results = document.get("offline") or []
-    c_loop = {
-        r["case"]: r["summary"].get("packets_per_sec", {}).get("median")
-        for r in results
-        if r["scenario"] == "peer-c-pcap-next-ex"
+
+    def med(result: dict[str, Any], name: str) -> Any:
+        return (result.get("summary") or {}).get(name, {}).get("median")
+
+    refs = {
+        label: {r["case"]: med(r, "packets_per_sec") for r in results if r["scenario"] == scenario}
+        for scenario, label in SPEED_REFERENCES
     }
-    header = ["case", "scenario", "packets/s", "ns/packet", "native B/packet", "Python B/packet"]
-    if c_loop:
-        header.append("x C loop")
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * 2 + ["---:"] * (len(header) - 2)) + "|"]
+    labels = [label for label, by_case in refs.items() if by_case]
+    header = ["case", "scenario", "packets/s", "ns/packet", "native B/packet", "Python B/packet", *labels]
 
     def fmt(value: float | None, digits: int = 0) -> str:
         return "-" if value is None else f"{value:,.{digits}f}"
 
+    rows = []
     for r in results:
-        s = r["summary"]
-
-        def med(name: str, s: dict[str, Any] = s) -> Any:
-            return s.get(name, {}).get("median")
-
         scenario = r["scenario"] + (" (first {:,} packets)".format(r["packets"]) if "only the first" in r.get("note", "") else "")
-        row = [r["case"], scenario, fmt(med("packets_per_sec")), fmt(med("ns_per_packet"), 1),
-               fmt(med("native_allocated_bytes_per_packet"), 2), fmt(med("python_allocated_bytes_per_packet"), 0)]
-        if c_loop:
-            base = c_loop.get(r["case"])
-            pps = med("packets_per_sec")
+        pps = med(r, "packets_per_sec")
+        row = [r["case"], scenario, fmt(pps), fmt(med(r, "ns_per_packet"), 1),
+               fmt(med(r, "native_allocated_bytes_per_packet"), 2), fmt(med(r, "python_allocated_bytes_per_packet"), 0)]
+        for label in labels:
+            base = refs[label].get(r["case"])
             row.append(fmt(pps / base, 2) if base and pps is not None else "-")
-        lines.append("| " + " | ".join(row) + " |")
+        rows.append(row)
+    return header, rows
+
+
+def markdown(source: ResultsSource) -> str:
+    """A Markdown table of offline medians (one row per case and scenario), for docs and
+    reports: the columns of `offline_table` (`x C loop` and `x walk` when those peers ran)."""
+    header, rows = offline_table(source)
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * 2 + ["---:"] * (len(header) - 2)) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)

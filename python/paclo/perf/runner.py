@@ -15,13 +15,22 @@ from .live_runner import ceiling_table, live_scenarios, live_table, run_live
 from .options import Options
 from .workers import Console, RunFailed, run_worker
 
-__all__ = ["Console", "Options", "RunFailed", "live_scenarios", "run", "run_live", "run_offline", "run_worker"]
+__all__ = ["Console", "Interrupted", "Options", "RunFailed", "live_scenarios", "run", "run_live", "run_offline",
+           "run_worker"]
 
 # Builds the worker command of one offline case x scenario:
 # (scenario, path, count, warmups, runs, C peer binary) -> argv.
 OfflineWorkerCommand = Callable[[str, str, int, int, int, str | None], list[str]]
 
 SCHEMA_VERSION = 2
+
+
+class Interrupted(Exception):
+    """Ctrl-C stopped the run; the finished steps were written to `path` marked incomplete."""
+
+    def __init__(self, path: Path, finished: int, total: int) -> None:
+        super().__init__(f"interrupted after {finished} of {total} steps; the finished ones are in {path}")
+        self.path = path
 
 
 class Datasets(Protocol):
@@ -134,6 +143,102 @@ def table(results: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+# One line per column of the offline table.
+LEGEND = (
+    ("packets/s", "median over the measured runs of packets read per second of wall-clock time"),
+    ("ns/packet", "median wall-clock nanoseconds per packet (the same runs)"),
+    ("native B/pkt", "bytes the Rust core allocated per packet (counting allocator; 0: nothing per packet)"),
+    ("native allocs/pkt", "allocations the Rust core made per packet"),
+    ("Python B/pkt", "bytes Python allocated per packet (tracemalloc, in an extra untimed run)"),
+    ("x C loop", "packets/s as a multiple of the C pcap_next_ex loop's on the same case (> 1: faster)"),
+)
+
+
+def legend(results: list[dict[str, Any]]) -> str:
+    """What each column of `table(results)` means, one line each, and a note on runs too
+    short to time."""
+    c_loop = any(r["scenario"] == "peer-c-pcap-next-ex" for r in results)
+    shown = [(name, text) for name, text in LEGEND if c_loop or name != "x C loop"]
+    width = max(len(name) for name, _ in shown)
+    lines = [f"{name.ljust(width)}  {text}" for name, text in shown]
+    short = [
+        f"{r['case']} {r['scenario']} ({r['summary']['elapsed_ns']['median'] / 1e6:.1f} ms)"
+        for r in results
+        if r["summary"].get("elapsed_ns", {}).get("median", config.MIN_TIMED_NS) < config.MIN_TIMED_NS
+    ]
+    if short:
+        lines.append(
+            f"note: {len(short)} of {len(results)} steps ran under {config.MIN_TIMED_NS // 1_000_000} ms a run, too "
+            f"short to time well (timer and scheduler noise): {', '.join(short)}. More packets "
+            "(--packets N, or --profile reference) give figures that mean more."
+        )
+    return "\n".join(lines)
+
+
+def _size_text(n: float) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n:.0f} B"
+
+
+def _count_text(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _duration_text(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def plan(opts: Options, datasets: Datasets | None) -> tuple[int, list[str]]:
+    """The steps the run will take and the lines that announce them: mode, profile, steps,
+    the datasets on disk (and what is still to be generated), an estimate of the time."""
+    profile = config.PROFILES[opts.profile]
+    passes = opts.warmups + opts.runs
+    lines = []
+    steps = 0
+    seconds = 0.0
+    if opts.mode in ("live", "all"):
+        names = live_scenarios(opts)
+        n = len(opts.rates) * len(names)
+        steps += n
+        # each run captures for the duration, plus the worker's start and the capture's set-up
+        seconds += n * (passes * opts.duration_ms / 1000 + config.ESTIMATE_WORKER_START_S + 1.0)
+        lines.append(f"[perf] live: {n} steps ({len(opts.rates)} rates x {len(names)} scenarios, "
+                     f"{_count_text(passes, 'run')} of {opts.duration_ms:,} ms each) on {opts.device}")
+    if opts.mode in ("offline", "all"):
+        count = opts.packets if opts.packets is not None else profile.packets
+        scenarios = opts.offline_scenarios()
+        n = len(config.CASES) * len(scenarios)
+        steps += n
+        for scenario in scenarios:
+            packets = config.scenario_count(scenario, count)
+            ns = config.ESTIMATE_NS_PER_PACKET.get(scenario, 1_000)
+            # the warm-ups and measured runs, plus the untimed tracemalloc run (slower)
+            seconds += len(config.CASES) * ((passes + 3) * packets * ns / 1e9 + config.ESTIMATE_WORKER_START_S)
+        lines.append(f"[perf] offline: {n} steps ({len(config.CASES)} cases x {len(scenarios)} scenarios, "
+                     f"{_count_text(opts.warmups, 'warm-up')} + {_count_text(opts.runs, 'measured run')} of {count:,} "
+                     "packets each)")
+        if datasets is not None:
+            folder = Path(opts.output) / "datasets"
+            sizes = {case: datasets.expected_file_size(case, count) for case in config.CASES}
+            missing = [
+                case for case in config.CASES
+                if not ((p := folder / config.dataset_name(opts.profile, case, opts.packets)).exists()
+                        and p.stat().st_size == sizes[case])
+            ]
+            seconds += len(missing) * count * config.ESTIMATE_GENERATE_NS_PER_PACKET / 1e9
+            state = f", {len(missing)} to generate" if missing else ", all present"
+            lines.append(f"[perf] datasets: {_size_text(sum(sizes.values()))} on disk in {folder} "
+                         f"({', '.join(f'{c} {_size_text(sizes[c])}' for c in config.CASES)}{state})")
+    head = f"[perf] mode {opts.mode}, profile {opts.profile}: {steps} steps, estimated {_duration_text(seconds)}"
+    return steps, [head + " (from a quiet machine's figures; a loaded one takes longer)", *lines]
+
+
 def write_results(path: Path, document: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")
@@ -153,15 +258,28 @@ def run(opts: Options, *, datasets: Datasets | None = None, worker_cmd: OfflineW
     """
     console = console or Console()
     out = out if out is not None else sys.stdout
+    if opts.mode in ("offline", "all") and datasets is None:
+        datasets = _datasets_module()
+    total, announce = plan(opts, datasets)
+    for line in announce:
+        console.log(line)
+    console.start(total)
     env = environment.collect(["python", "-m", "paclo.perf", *opts.argv])
     output = Path(opts.output)
-    live_results = None
+    # Filled step by step, so that an interrupted run still writes the steps that finished.
+    live_results: list[dict[str, Any]] | None = None
     live_setup = None
-    offline_results = None
-    if opts.mode in ("live", "all"):
-        live_results, live_setup = run_live(opts, env, console)
-    if opts.mode in ("offline", "all"):
-        offline_results = run_offline(opts, env, console, datasets=datasets, worker_cmd=worker_cmd)
+    offline_results: list[dict[str, Any]] | None = None
+    complete = True
+    try:
+        if opts.mode in ("live", "all"):
+            live_results = []
+            live_setup = run_live(opts, env, console, results=live_results)[1]
+        if opts.mode in ("offline", "all"):
+            offline_results = []
+            run_offline(opts, env, console, datasets=datasets, worker_cmd=worker_cmd, results=offline_results)
+    except KeyboardInterrupt:
+        complete = False
     console.clear()
     profile = config.PROFILES[opts.profile]
     document: dict[str, Any] = {
@@ -182,24 +300,31 @@ def run(opts: Options, *, datasets: Datasets | None = None, worker_cmd: OfflineW
         "offline": offline_results,
         "live": live_results,
         "max_sustainable_by_scenario": None,
+        "complete": complete,
     }
     if live_results is not None:
         document["max_sustainable_by_scenario"] = live.max_sustainable_by_scenario(live_results)
     results_path = output / "results.json"
     write_results(results_path, document)
+    if not complete:
+        finished = len(live_results or []) + len(offline_results or [])
+        raise Interrupted(results_path, finished, total)
     if live_results:
         print(live_table(live_results), file=out)
         print(file=out)
         print(ceiling_table(document["max_sustainable_by_scenario"]), file=out)
     if offline_results:
         print(table(offline_results), file=out)
+        print(legend(offline_results), file=out)
     print(f"[perf] wrote {results_path}", file=out, flush=True)
     return document
 
 
 def run_offline(opts: Options, env: dict[str, Any], console: Console, *, datasets: Datasets | None = None,
-                worker_cmd: OfflineWorkerCommand | None = None) -> list[dict[str, Any]]:
-    """Every case x offline scenario in its own worker process; case-major order."""
+                worker_cmd: OfflineWorkerCommand | None = None,
+                results: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Every case x offline scenario in its own worker process; case-major order. Each
+    finished step is appended to `results` (a new list by default), which is returned."""
     datasets = datasets or _datasets_module()
     worker_cmd = worker_cmd or worker_command
     profile = config.PROFILES[opts.profile]
@@ -218,18 +343,15 @@ def run_offline(opts: Options, env: dict[str, Any], console: Console, *, dataset
 
     from . import peers as peer_mod
 
-    results: list[dict[str, Any]] = []
-    total = len(config.CASES) * len(scenarios)
-    step = 0
+    results = [] if results is None else results
     for case in config.CASES:
         path = output / "datasets" / config.dataset_name(opts.profile, case, opts.packets)
         prepare_dataset(datasets, path, case, count, console.log)
         for scenario in scenarios:
-            step += 1
             label = f"{case} {scenario}"
             n = config.scenario_count(scenario, count)
             expected_bytes = datasets.expected_bytes(case, n)
-            prefix = f"[perf] [{step}/{total}] offline {label}"
+            prefix = f"offline {label}"
             console.progress(prefix)
             cmd = worker_cmd(scenario, str(path), n, opts.warmups, opts.runs, binary)
             doc = run_worker(cmd, label, console.progress_of(prefix))
@@ -263,4 +385,5 @@ def run_offline(opts: Options, env: dict[str, Any], console: Console, *, dataset
                     note = note.format(n=f"{n:,}") if n < count else note.split("; reads only")[0]
                 result["note"] = note
             results.append(result)
+            console.advance()
     return results

@@ -21,7 +21,9 @@ import socket
 import threading
 from typing import Self
 
-SINK_MODES = ("hold", "drain", "none")
+from . import config
+
+SINK_MODES = config.SINK_MODES
 RCVBUF_BYTES = 16 * 1024 * 1024
 
 

@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from .._progress import Progress
 from . import config
 
 
@@ -17,34 +18,37 @@ class RunFailed(RuntimeError):
 
 
 class Console:
-    """Progress on a TTY (stderr), silent otherwise; the final table always goes to stdout."""
+    """The runner's progress line (paclo's shared progress display: drawn on a terminal,
+    nothing when piped) and its messages, which print in both cases; the final table goes to
+    stdout, not here. The line shows the steps done of `start(total)`, the rate and an ETA
+    from the steps measured so far, and the current step's text."""
 
     def __init__(self, stream: TextIO | None = None) -> None:
         self.stream = stream if stream is not None else sys.stderr
-        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self._width = 0
+        # Redrawn at every change: a worker reports only at run boundaries.
+        self._bar = Progress(unit="steps", label="[perf]", stream=self.stream, interval=0)
+        self.tty = self._bar.enabled
+
+    def start(self, total: int) -> None:
+        """The number of steps the run will take."""
+        self._bar.update(0, total)
+
+    def advance(self) -> None:
+        """One step finished."""
+        self._bar.advance()
 
     def log(self, line: str) -> None:
-        self.clear()
-        print(line, file=self.stream, flush=True)
+        self._bar.log(line)
 
     def progress(self, text: str) -> None:
-        if not self.tty:
-            return
-        pad = max(0, self._width - len(text))
-        self.stream.write("\r" + text + " " * pad)
-        self.stream.flush()
-        self._width = len(text)
+        self._bar.status(text)
 
     def progress_of(self, prefix: str) -> Callable[[str], None]:
         """A progress callback that shows each text after `prefix`."""
         return lambda text: self.progress(f"{prefix}: {text}")
 
     def clear(self) -> None:
-        if self.tty and self._width:
-            self.stream.write("\r" + " " * self._width + "\r")
-            self.stream.flush()
-            self._width = 0
+        self._bar.clear()
 
 
 def run_worker(
@@ -79,8 +83,13 @@ def run_worker(
     finally:
         timer.cancel()
         if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+            # Interrupted (Ctrl-C) or failing: ask the worker to stop, then insist.
+            proc.terminate()
+            try:
+                proc.wait(timeout=config.WORKER_STOP_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
     if timed_out.is_set():
         raise RunFailed(f"performance worker timed out after {timeout_s:g} s: {label}\ncommand: {' '.join(cmd)}")
     stderr = "".join(line for line in err_lines if not line.startswith("[worker] ") or "failed" in line)

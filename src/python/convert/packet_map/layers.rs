@@ -14,6 +14,7 @@ use crate::decode::dns::{self, Dns};
 use crate::decode::icmp::Icmp;
 use crate::decode::tls::ClientHello;
 use crate::decode::{App, FlowProto, Ipv4, Ipv6, L3, L4};
+use crate::flow::text;
 
 pub(super) fn l3_map<'py>(
     py: Python<'py>,
@@ -167,9 +168,6 @@ fn arp_fields(m: &Map<'_>, k: &Strings, a: &Arp<'_>) -> PyResult<()> {
     Ok(())
 }
 
-/// TCP flag letters from bit 7 (CWR) down to bit 0 (FIN).
-const TCP_FLAG_LETTERS: [u8; 8] = *b"CEUAPRSF";
-
 fn l4_map<'py>(
     py: Python<'py>,
     k: &Strings,
@@ -208,13 +206,9 @@ fn l4_map<'py>(
             f.set(&k.ece, t.ece())?;
             f.set(&k.cwr, t.cwr())?;
             m.set(&k.flags, f.d)?;
-            let mut letters = StackText::<8>::new();
-            for (on, letter) in bits.iter().zip(TCP_FLAG_LETTERS) {
-                if *on {
-                    let _ = letters.write_char(char::from(letter));
-                }
-            }
-            m.text(&k.flags_str, letters.as_str())?;
+            // Header byte 13, CWR (bit 7) down to FIN (bit 0).
+            let byte = bits.iter().fold(0u8, |acc, &on| (acc << 1) | u8::from(on));
+            m.text(&k.flags_str, text::tcp_flags_text(byte).as_str())?;
             m.set(&k.window, t.window_size())?;
             m.set(&k.checksum, t.checksum())?;
             m.set(&k.urgent_pointer, t.urgent_pointer())?;
