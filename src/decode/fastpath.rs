@@ -84,8 +84,8 @@ const IPV6_MORE_FRAGMENTS: u16 = 0x0001;
 const AH_MIN_LEN: usize = 12;
 
 const UDP_HEADER_LEN: usize = etherparse::UdpHeader::LEN;
-const UDP_LENGTH_OFFSET: usize = 4;
 const TCP_MIN_HEADER_LEN: usize = etherparse::TcpHeader::MIN_LEN;
+const UDP_LENGTH_OFFSET: usize = 4;
 const TCP_DATA_OFFSET: usize = 12;
 const TCP_FLAGS_OFFSET: usize = 13;
 
