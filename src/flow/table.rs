@@ -911,4 +911,66 @@ mod tests {
             prop_assert_eq!(pf, kf);
         }
     }
+
+    /// One UDP flow of packets at `ts`, in that order, as a flow batch.
+    fn one_flow(ts: &[i64]) -> RecordBatch {
+        use crate::flow::testdata::{ethernet, ipv4, udp};
+        let frame = ethernet(
+            0x0800,
+            &[],
+            &ipv4(17, [10, 0, 0, 1], [10, 0, 0, 2], 0, 0, &udp(1000, 2000, 4)),
+        );
+        let mut table = FlowTable::new(FlowOptions::default());
+        for &ts_ns in ts {
+            table.push(&RawPacket {
+                ts_ns,
+                caplen: frame.len() as u32,
+                wirelen: frame.len() as u32,
+                linktype: crate::decode::fastpath::linktype::ETHERNET,
+                data: &frame,
+            });
+        }
+        table.to_batch()
+    }
+
+    fn column(batch: &RecordBatch, name: &str) -> Vec<i64> {
+        use arrow_array::cast::AsArray;
+        batch
+            .column_by_name(name)
+            .unwrap()
+            .as_primitive::<Int64Type>()
+            .values()
+            .to_vec()
+    }
+
+    #[test]
+    fn a_duration_beyond_i64_saturates_instead_of_overflowing() {
+        for ts in [
+            [i64::MAX, i64::MIN],
+            [i64::MIN, i64::MAX],
+            [i64::MIN, 1],
+            [-2, i64::MAX],
+        ] {
+            let batch = one_flow(&ts);
+            assert_eq!(batch.num_rows(), 1, "{ts:?}");
+            let (first, last) = (ts[0].min(ts[1]), ts[0].max(ts[1]));
+            assert_eq!(column(&batch, "first_ts_ns"), [first], "{ts:?}");
+            assert_eq!(column(&batch, "last_ts_ns"), [last], "{ts:?}");
+            assert_eq!(column(&batch, "duration_ns"), [i64::MAX], "{ts:?}");
+        }
+        // At the extremes but within range the duration is exact.
+        assert_eq!(
+            column(&one_flow(&[i64::MIN + 7, i64::MIN]), "duration_ns"),
+            [7]
+        );
+        assert_eq!(
+            column(&one_flow(&[i64::MAX, -1]), "duration_ns"),
+            [i64::MAX]
+        );
+        assert_eq!(column(&one_flow(&[i64::MAX, 0]), "duration_ns"), [i64::MAX]);
+        assert_eq!(
+            column(&one_flow(&[i64::MAX, 1]), "duration_ns"),
+            [i64::MAX - 1]
+        );
+    }
 }

@@ -8,12 +8,14 @@
 pub mod bpf;
 mod bytes;
 pub mod classic;
+pub mod guard;
 pub mod pcapng;
 mod reader;
 pub mod writer;
 
 pub use bpf::{BpfFilter, FileFilter};
 pub use bytes::Endian;
+pub use guard::GuardedMap;
 pub use reader::{FileReader, RecordCursor};
 pub use writer::PcapWriter;
 

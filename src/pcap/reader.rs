@@ -4,10 +4,9 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use memmap2::Mmap;
-
 use super::bpf::FileFilter;
 use super::classic::{self, ClassicCursor};
+use super::guard::GuardedMap;
 use super::pcapng::{NgCursor, BLOCK_SHB};
 use super::{FileFormat, Issue, Oversized};
 use crate::decode::link::LINKTYPE_ETHERNET;
@@ -96,6 +95,14 @@ impl RecordCursor {
         }
     }
 
+    /// Index of the next record.
+    pub fn index(&self) -> u64 {
+        match self {
+            RecordCursor::Pcap(c) => c.index(),
+            RecordCursor::PcapNg(c) => c.index(),
+        }
+    }
+
     /// The file format.
     pub fn format(&self) -> FileFormat {
         match self {
@@ -120,7 +127,9 @@ const PAGE: usize = 4096;
 /// from it).
 pub struct FileReader {
     path: PathBuf,
-    map: Arc<Mmap>,
+    /// Kept open to read the file's size when its map faults or ends.
+    file: File,
+    map: Arc<GuardedMap>,
     cursor: RecordCursor,
     /// Set after an error: the reader then reports the end.
     done: bool,
@@ -154,12 +163,12 @@ impl FileReader {
         }
         let file = File::open(&path).map_err(|e| Error::from_io(&path, e))?;
         let meta = file.metadata().map_err(|e| Error::from_io(&path, e))?;
-        // SAFETY: the map is read-only; a file truncated by another process while mapped
-        // raises SIGBUS, the documented limit of every mmap reader.
+        // A file truncated by another process while mapped reads zeros past its new end
+        // and flags the map (no SIGBUS): see `guard`.
         let map = if meta.len() == 0 {
             None
         } else {
-            Some(unsafe { Mmap::map(&file) }.map_err(|e| Error::from_io(&path, e))?)
+            Some(GuardedMap::map(&file).map_err(|e| Error::from_io(&path, e))?)
         };
         let Some(map) = map else {
             return Err(
@@ -167,7 +176,7 @@ impl FileReader {
             );
         };
         #[cfg(unix)]
-        let _ = map.advise(memmap2::Advice::Sequential);
+        let _ = map.mmap().advise(memmap2::Advice::Sequential);
         let cursor = RecordCursor::new(&map).map_err(|i| i.into_error(&path))?;
         let (linktype, snaplen) = match &cursor {
             RecordCursor::Pcap(c) => (Some(c.header().linktype), c.header().snaplen),
@@ -175,6 +184,7 @@ impl FileReader {
         };
         Ok(FileReader {
             path,
+            file,
             map: Arc::new(map),
             cursor,
             done: false,
@@ -229,7 +239,7 @@ impl FileReader {
     }
 
     /// The whole mapped file, shared: packets may keep it alive after the reader closes.
-    pub fn shared_map(&self) -> &Arc<Mmap> {
+    pub fn shared_map(&self) -> &Arc<GuardedMap> {
         &self.map
     }
 
@@ -250,18 +260,108 @@ impl FileReader {
         if self.done {
             return Ok(None);
         }
-        release_behind(&self.map, self.cursor.offset(), &mut self.released);
-        match self.cursor.next(&self.map) {
-            Ok(Some(p)) => Ok(Some(p)),
-            Ok(None) => {
-                self.done = true;
-                Ok(None)
+        read_record(
+            &mut self.cursor,
+            &self.map,
+            &self.file,
+            &self.path,
+            &mut self.released,
+            &mut self.done,
+        )
+    }
+}
+
+/// The next record of `map` (see [`FileReader::next_packet`]); `done` is set at the end
+/// and after an error. A record parsed from zeros that stand in for pages cut off the file
+/// is not the file's: the change is the error (checked before the record is returned, and
+/// at the end, for a cut inside the last page). (Fields, not `&mut FileReader`: the
+/// caller may go on reading while it holds no packet.)
+#[inline(always)]
+fn read_record<'a>(
+    cursor: &mut RecordCursor,
+    map: &'a GuardedMap,
+    file: &File,
+    path: &Path,
+    released: &mut usize,
+    done: &mut bool,
+) -> Result<Option<RawPacket<'a>>> {
+    release_behind(map.mmap(), cursor.offset(), released);
+    let (at, index) = (cursor.offset(), cursor.index());
+    let result = cursor.next(map);
+    let changed = match &result {
+        Ok(Some(_)) => {
+            // Bytes past the new end of a cut file read as zeros up to the end of their
+            // page, without a fault; the page after reads nothing at all and faults. So
+            // the record is the file's if the first byte of the page after it can be read
+            // (the last page of the map has no page after it: the file's size is read).
+            // Once a page faulted, a record counts if it ends before the first zero byte:
+            // before that page and before the file's current end.
+            let end = cursor.offset();
+            // (The page size is a power of two: a mask, not a division.)
+            let page = super::guard::page_size();
+            match map.get((end + page - 1) & !(page - 1)) {
+                // SAFETY: a read of a valid reference to a byte of the map.
+                Some(b) => _ = unsafe { std::ptr::read_volatile(b) },
+                None => {
+                    if file.metadata().is_ok_and(|m| (end as u64) > m.len()) {
+                        return Err(changed_error(path, file, map.len(), index, at, done));
+                    }
+                }
             }
-            Err(issue) => {
-                self.done = true;
-                Err(issue.into_error(&self.path))
-            }
+            map.faulted() && !before_cut(map, file, end)
         }
+        Ok(None) | Err(_) => map.faulted() || shrunk(file, map.len()),
+    };
+    if changed {
+        return Err(changed_error(path, file, map.len(), index, at, done));
+    }
+    match result {
+        Ok(Some(p)) => Ok(Some(p)),
+        Ok(None) => {
+            *done = true;
+            Ok(None)
+        }
+        Err(issue) => {
+            *done = true;
+            Err(issue.into_error(path))
+        }
+    }
+}
+
+/// Whether `file` is now shorter than its map of `len` bytes.
+#[cold]
+fn shrunk(file: &File, len: usize) -> bool {
+    file.metadata().is_ok_and(|m| m.len() < len as u64)
+}
+
+/// Whether the first `end` bytes of `map` (which has faulted) are the file's: before the
+/// first replaced page and within the file's current size.
+#[cold]
+fn before_cut(map: &GuardedMap, file: &File, end: usize) -> bool {
+    let now = file.metadata().map_or(0, |m| m.len());
+    map.first_fault().is_some_and(|f| end <= f) && end as u64 <= now
+}
+
+/// The error for a file that shrank while it was read, at record `index` (offset `at`);
+/// the reader is `done`.
+#[cold]
+fn changed_error(
+    path: &Path,
+    file: &File,
+    len: usize,
+    index: u64,
+    at: usize,
+    done: &mut bool,
+) -> Error {
+    *done = true;
+    let now = file.metadata().map(|m| m.len()).unwrap_or(0);
+    Error::Format {
+        path: path.to_path_buf(),
+        index,
+        offset: at as u64,
+        message: format!(
+            "the file changed while it was read: it is now {now} bytes, it had {len} when opened"
+        ),
     }
 }
 
@@ -270,7 +370,7 @@ impl FileReader {
 /// `released`, which moves on. (Fields, not `&mut FileReader`: the caller may hold a packet
 /// borrowed from the map.)
 #[inline]
-fn release_behind(map: &Mmap, at: usize, released: &mut usize) {
+fn release_behind(map: &memmap2::Mmap, at: usize, released: &mut usize) {
     if at - *released >= 2 * RELEASE_EVERY {
         // Keep the last RELEASE_EVERY bytes: the current record starts there.
         let to = (at - RELEASE_EVERY) & !(PAGE - 1);
@@ -281,7 +381,7 @@ fn release_behind(map: &Mmap, at: usize, released: &mut usize) {
 
 /// Release `map[from..to]` (rounded inwards to pages) from the resident set.
 #[cold]
-fn release(map: &Mmap, from: usize, to: usize) {
+fn release(map: &memmap2::Mmap, from: usize, to: usize) {
     #[cfg(unix)]
     {
         // SAFETY: the map is a read-only mapping of a file that nothing writes through;
@@ -304,36 +404,34 @@ impl PacketSource for FileReader {
         }
         let mut rejected = 0u32;
         loop {
-            release_behind(&self.map, self.cursor.offset(), &mut self.released);
-            match self.cursor.next(&self.map) {
-                Ok(Some(p)) => {
-                    if let Some(f) = self.filter.as_mut() {
-                        match f.matches(&p) {
-                            Ok(true) => {}
-                            Ok(false) => {
-                                rejected += 1;
-                                if rejected >= SCAN_BUDGET {
-                                    return Ok(Fetch::Idle);
-                                }
-                                continue;
-                            }
-                            Err(e) => {
-                                self.done = true;
-                                return Err(e);
-                            }
+            let next = read_record(
+                &mut self.cursor,
+                &self.map,
+                &self.file,
+                &self.path,
+                &mut self.released,
+                &mut self.done,
+            )?;
+            let Some(p) = next else {
+                return Ok(Fetch::End);
+            };
+            if let Some(f) = self.filter.as_mut() {
+                match f.matches(&p) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        rejected += 1;
+                        if rejected >= SCAN_BUDGET {
+                            return Ok(Fetch::Idle);
                         }
+                        continue;
                     }
-                    return Ok(Fetch::Packet(p));
-                }
-                Ok(None) => {
-                    self.done = true;
-                    return Ok(Fetch::End);
-                }
-                Err(issue) => {
-                    self.done = true;
-                    return Err(issue.into_error(&self.path));
+                    Err(e) => {
+                        self.done = true;
+                        return Err(e);
+                    }
                 }
             }
+            return Ok(Fetch::Packet(p));
         }
     }
 
@@ -400,6 +498,89 @@ mod tests {
             out.extend([i as u8; 64]);
         }
         out
+    }
+
+    /// Truncate `path` to `len` bytes through another handle, as another process would.
+    fn truncate(path: &Path, len: u64) {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_len(len)
+            .unwrap();
+    }
+
+    /// A file cut under the reader gives a format error naming the change, never a SIGBUS,
+    /// whether the cut drops whole pages or lands inside the last one; through
+    /// `next_packet` and through `fetch` (the loops' path).
+    #[test]
+    fn a_file_truncated_while_read_is_an_error() {
+        let n = 10_000; // 80 bytes a record: about 200 pages
+        for (name, cut, by_fetch) in [
+            ("cut-pages.pcap", 4096 * 20, false),
+            ("cut-pages-fetch.pcap", 4096 * 20, true),
+            ("cut-mid-page.pcap", 4096 * 20 + 1000, false),
+            ("cut-last-page.pcap", 24 + 80 * (n as u64) - 100, false),
+        ] {
+            let path = write_temp(name, &classic_file(n));
+            let mut r = FileReader::open(&path).unwrap();
+            for _ in 0..100 {
+                r.next_packet().unwrap().unwrap();
+            }
+            truncate(&path, cut);
+            let mut read = 100;
+            let err = loop {
+                let step = if by_fetch {
+                    r.fetch()
+                        .map(|f| matches!(f, Fetch::Packet(_)).then_some(()))
+                } else {
+                    r.next_packet().map(|p| p.map(|_| ()))
+                };
+                match step {
+                    Ok(Some(())) => read += 1,
+                    Ok(None) => panic!("{name}: the end, after {read} packets, no error"),
+                    Err(e) => break e,
+                }
+            };
+            assert!(read < n, "{name}");
+            let message = err.to_string();
+            assert!(
+                matches!(err, Error::Format { .. })
+                    && message.contains(&format!(
+                        "the file changed while it was read: it is now {cut} bytes, it had {} when opened",
+                        24 + 80 * n
+                    )),
+                "{name}: {message}"
+            );
+            assert!(
+                r.next_packet().unwrap().is_none(),
+                "{name}: the end after the error"
+            );
+            // Every complete record before the cut was read.
+            assert_eq!(read as u64, (cut - 24) / 80, "{name}");
+        }
+    }
+
+    /// A file that grows while read is read to the size it had when opened.
+    #[test]
+    fn a_file_grown_while_read_is_read_to_its_size_at_open() {
+        use std::io::Write;
+        let path = write_temp("grows.pcap", &classic_file(1000));
+        let mut r = FileReader::open(&path).unwrap();
+        r.next_packet().unwrap().unwrap();
+        let more = &classic_file(500)[24..];
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(more)
+            .unwrap();
+        let mut n = 1;
+        while r.next_packet().unwrap().is_some() {
+            n += 1;
+        }
+        assert_eq!(n, 1000);
+        assert_eq!(FileReader::open(&path).unwrap().file_len(), 24 + 80 * 1500);
     }
 
     #[test]

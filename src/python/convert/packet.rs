@@ -4,17 +4,17 @@
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, OnceLock};
 
-use memmap2::Mmap;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyType};
 
+use crate::pcap::GuardedMap;
 use crate::source::RawPacket;
 
 /// A mapped capture file shared by the packets read from it (a Python reference count is
 /// cheaper per packet than an atomic one).
 #[pyclass(module = "paclo", frozen)]
-pub struct MappedFile(pub Arc<Mmap>);
+pub struct MappedFile(pub Arc<GuardedMap>);
 
 /// One captured packet. From a file the bytes stay in the shared map until `data` is first
 /// read; from a live capture they are copied at creation.
