@@ -180,7 +180,7 @@ def _settle(path: Path, quiet: float = 0.5, limit: float = 5.0) -> None:
 @contextlib.contextmanager
 def tcpdump(path: Path, bpf: str) -> Iterator[Tcpdump]:
     """Capture `bpf` on lo into `path` while the block runs. Immediate mode with a flush
-    per packet, so every packet reaches the file as it arrives; after the block, waits
+    per packet and a 64 MiB buffer, so every packet reaches the file as it arrives; after the block, waits
     until the file stops growing, then stops tcpdump with SIGINT and waits for its exit
     summary, which must report no kernel drops. The yielded record says whether tcpdump
     was still running when the block ended and how many packets it captured."""
@@ -188,7 +188,9 @@ def tcpdump(path: Path, bpf: str) -> Iterator[Tcpdump]:
     assert exe, "tcpdump is needed (installed by .ci/run)"
     info = Tcpdump()
     p = subprocess.Popen(
-        [exe, "-i", "lo", "--immediate-mode", "-U", "-n", "-s", "0", "-w", str(path), bpf],
+        # Immediate mode gives each packet a ring frame of the snapshot length (256 KiB):
+        # 64 MiB of buffer holds 256 of them, the default 2 MiB only 8, which a burst fills.
+        [exe, "-i", "lo", "--immediate-mode", "-B", "65536", "-U", "-n", "-s", "0", "-w", str(path), bpf],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
