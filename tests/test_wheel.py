@@ -45,6 +45,11 @@ def built(tmp_path_factory) -> tuple[Path, Path]:
     # installs next.
     env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ["PATH"],
                CARGO_TARGET_DIR=str(ROOT / "target" / "wheel"))
+    # The repair also patches target/wheel's copy (hard-linked to the one in deps/): remove
+    # them so that every run links afresh instead of repairing an already repaired library.
+    wheel_release = ROOT / "target" / "wheel" / "release"
+    for stale in [wheel_release / "libpaclo.so", *wheel_release.glob("deps/libpaclo*.so")]:
+        stale.unlink(missing_ok=True)
     dev_lib = ROOT / "target" / "release" / "libpaclo.so"
     before = dev_lib.read_bytes() if dev_lib.exists() else None
     for args in (["build", "--release", "-i", sys.executable], ["sdist"]):
