@@ -148,7 +148,7 @@ fn ssh(c: &mut Conn, t0: i64, n: usize, fin: bool) {
     }
 }
 
-fn quic_packet(name: &str) -> Vec<u8> {
+pub(super) fn quic_packet(name: &str) -> Vec<u8> {
     let path = format!(
         "{}/src/fingerprint/testdata/{name}.hex",
         env!("CARGO_MANIFEST_DIR")

@@ -423,6 +423,8 @@ mod fingerprint_tests;
 #[cfg(test)]
 mod meter_tests;
 #[cfg(test)]
+mod quic_hints_tests;
+#[cfg(test)]
 pub(crate) mod testdata;
 #[cfg(test)]
 mod tests;
