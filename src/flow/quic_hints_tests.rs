@@ -10,7 +10,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::{Array, RecordBatch};
 
 use super::app::QUIC_PENDING;
-use super::fingerprint_tests::quic_packet;
+use super::fingerprint_tests::{quic_packet, replay};
 use super::meter_tests::run;
 use super::*;
 use crate::alloc::thread_counts;
@@ -261,7 +261,7 @@ fn pending_hellos_are_bounded_and_the_oldest_give_way() {
         for i in 0..n {
             let port = 53000 + i as u16;
             let dcid = [i as u8; 8];
-            let payload = crypto_payload(&hello, &[part.clone()]);
+            let payload = crypto_payload(&hello, std::slice::from_ref(&part));
             let pkt = seal(VERSION_1, &dcid, &[], round as u32, &payload, false);
             let ts = T0 + (round * n + i) as i64 * MS;
             pkts.push((ts, frames::udp(C, S, port, 443, &pkt)));
@@ -302,21 +302,7 @@ fn quic_hints_allocate_nothing_per_packet_once_warm() {
         ..app_options(true)
     };
     let mut t = FlowTable::new(opts);
-    let play = |t: &mut FlowTable, from: usize, rounds: usize| {
-        for r in from..from + rounds {
-            for (ts, d) in &round {
-                let p = crate::RawPacket {
-                    ts_ns: T0 + r as i64 * 1_000 * MS + ts,
-                    caplen: d.len() as u32,
-                    wirelen: d.len() as u32,
-                    linktype: 1,
-                    data: d,
-                };
-                t.push(&p);
-            }
-            t.discard_expired();
-        }
-    };
+    let play = |t: &mut FlowTable, from: usize, rounds: usize| replay(t, &round, from, rounds);
     play(&mut t, 0, 5);
     let before = thread_counts();
     play(&mut t, 5, 100);
