@@ -460,6 +460,8 @@ mod meter_tests;
 #[cfg(test)]
 mod progress_tests;
 #[cfg(test)]
+mod quic_hints_tests;
+#[cfg(test)]
 pub(crate) mod testdata;
 #[cfg(test)]
 mod tests;
