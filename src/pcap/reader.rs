@@ -396,12 +396,11 @@ fn release(map: &memmap2::Mmap, from: usize, to: usize) {
     let _ = (map, from, to);
 }
 
-impl PacketSource for FileReader {
-    #[inline]
-    fn fetch(&mut self) -> Result<Fetch<'_>> {
-        if self.done {
-            return Ok(Fetch::End);
-        }
+impl FileReader {
+    /// [`PacketSource::fetch`] with a filter: records are read until one matches (or
+    /// [`SCAN_BUDGET`] did not).
+    #[inline(never)]
+    fn fetch_filtered(&mut self) -> Result<Fetch<'_>> {
         let mut rejected = 0u32;
         loop {
             let next = read_record(
@@ -433,6 +432,28 @@ impl PacketSource for FileReader {
             }
             return Ok(Fetch::Packet(p));
         }
+    }
+}
+
+impl PacketSource for FileReader {
+    /// Without a filter, one record: inlined into the loop that calls it.
+    #[inline(always)]
+    fn fetch(&mut self) -> Result<Fetch<'_>> {
+        if self.done {
+            return Ok(Fetch::End);
+        }
+        if self.filter.is_some() {
+            return self.fetch_filtered();
+        }
+        let next = read_record(
+            &mut self.cursor,
+            &self.map,
+            &self.file,
+            &self.path,
+            &mut self.released,
+            &mut self.done,
+        )?;
+        Ok(next.map_or(Fetch::End, Fetch::Packet))
     }
 
     fn info(&self) -> SourceInfo {
