@@ -255,7 +255,7 @@ impl FileReader {
     /// # Errors
     /// [`Error::Format`] for a malformed record, [`Error::Truncated`] for a cut last
     /// record; the reader then reports the end.
-    #[inline]
+    #[inline(always)]
     pub fn next_packet(&mut self) -> Result<Option<RawPacket<'_>>> {
         if self.done {
             return Ok(None);
@@ -445,15 +445,7 @@ impl PacketSource for FileReader {
         if self.filter.is_some() {
             return self.fetch_filtered();
         }
-        let next = read_record(
-            &mut self.cursor,
-            &self.map,
-            &self.file,
-            &self.path,
-            &mut self.released,
-            &mut self.done,
-        )?;
-        Ok(next.map_or(Fetch::End, Fetch::Packet))
+        Ok(self.next_packet()?.map_or(Fetch::End, Fetch::Packet))
     }
 
     fn info(&self) -> SourceInfo {
