@@ -7,22 +7,33 @@
 //!   the Rust twin of the runner's `peer-c-mmap-walk`;
 //! - `reader`: [`FileReader::next_packet`], every record as a [`paclo::RawPacket`];
 //! - `sync-loop`: what `count_packets` (the `sync-loop` scenario) runs, a [`SourceLoop`] over a
-//!   [`FileReader`] through [`paclo::flow::for_each_packet`].
+//!   [`FileReader`] through [`paclo::flow::for_each_packet`];
+//! - `project`: what `paclo.project(path)` (the `flow-project` scenario) runs in the core,
+//!   [`paclo::flow::project_files`] with its default batch size;
+//! - `flows`: what `paclo.flows(path)` (`flow-table`) runs in the core,
+//!   [`paclo::flow::flows_files`] and the table's batch.
 //!
 //! It prints the median ns/packet with min-max and each median as a multiple of the walk's.
-//! `-- DIR PACKETS 1 ONLY` with ONLY one of the names runs one pass of that step alone (for
-//! `valgrind --tool=callgrind`, whose instruction counts do not depend on the machine's load).
+//! `-- DIR PACKETS 1 ONLY [CASE]` with ONLY one of the names runs one pass of that step alone
+//! (over CASE only, when named), for `valgrind --tool=callgrind`, whose instruction counts
+//! do not depend on the machine's load.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use paclo::flow::{for_each_packet, never, Walk};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{UInt32Type, UInt64Type};
+use arrow_array::RecordBatch;
+use paclo::flow::{for_each_packet, never, FlowOptions, Walk};
 use paclo::pcap::FileReader;
 use paclo::perf::datasets::{generate, Case};
 use paclo::source::{Limits, SourceLoop};
 
-const STEPS: [&str; 3] = ["walk", "reader", "sync-loop"];
+const STEPS: [&str; 5] = ["walk", "reader", "sync-loop", "project", "flows"];
+
+/// The batch size of `paclo.project` for a file.
+const PROJECT_BATCH_ROWS: usize = 1 << 20;
 
 fn walk(path: &Path) -> (u64, u64) {
     let file = std::fs::File::open(path).unwrap();
@@ -63,11 +74,55 @@ fn sync_loop(path: &Path) -> (u64, u64) {
     (lp.packets(), lp.bytes())
 }
 
+/// The sum of the `u64` column `name` (`u32` for `caplen`) over `batches`.
+fn column_sum(batches: &[RecordBatch], name: &str) -> u64 {
+    batches
+        .iter()
+        .map(|b| {
+            let c = b.column_by_name(name).unwrap();
+            if name == "caplen" {
+                c.as_primitive::<UInt32Type>()
+                    .values()
+                    .iter()
+                    .map(|&v| u64::from(v))
+                    .sum()
+            } else {
+                c.as_primitive::<UInt64Type>().values().iter().sum::<u64>()
+            }
+        })
+        .sum()
+}
+
+fn project(path: &Path) -> (u64, u64) {
+    let paths = [path.to_path_buf()];
+    let (batches, _) = paclo::flow::project_files(&paths, None, PROJECT_BATCH_ROWS, &never)
+        .unwrap()
+        .unwrap();
+    let rows = batches.iter().map(|b| b.num_rows() as u64).sum();
+    (rows, column_sum(&batches, "caplen"))
+}
+
+fn flows(path: &Path) -> (u64, u64) {
+    let paths = [path.to_path_buf()];
+    // `paclo.flows`' defaults: one direction, the VLAN id in the key.
+    let opts = FlowOptions {
+        key_vlan: true,
+        ..FlowOptions::default()
+    };
+    let (table, _) = paclo::flow::flows_files(&paths, None, opts, &never)
+        .unwrap()
+        .unwrap();
+    let batch = [table.to_batch()];
+    (column_sum(&batch, "packets"), column_sum(&batch, "bytes"))
+}
+
 fn run(step: &str, path: &Path) -> (u64, u64) {
     match step {
         "walk" => walk(path),
         "reader" => reader(path),
         "sync-loop" => sync_loop(path),
+        "project" => project(path),
+        "flows" => flows(path),
         other => panic!("unknown step {other:?} (one of {STEPS:?})"),
     }
 }
@@ -91,8 +146,12 @@ fn main() {
     let count: u64 = args.get(1).map_or(1_000_000, |n| n.parse().unwrap());
     let runs: usize = args.get(2).map_or(7, |n| n.parse().unwrap());
     let only = args.get(3).map(String::as_str);
+    let cases: Vec<&str> = match args.get(4) {
+        Some(case) => vec![case.as_str()],
+        None => vec!["udp-64", "tcp-512", "mixed"],
+    };
     std::fs::create_dir_all(&dir).unwrap();
-    for name in ["udp-64", "tcp-512", "mixed"] {
+    for name in cases {
         let case = Case::parse(name).unwrap();
         let path = dir.join(format!("sync-loop-{name}-n{count}.pcap"));
         let size = case.expected_file_size(count).unwrap();

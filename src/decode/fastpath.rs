@@ -175,18 +175,18 @@ fn be16(d: &[u8], i: usize) -> Option<u16> {
     d.get(i..i + 2).map(|b| u16::from_be_bytes([b[0], b[1]]))
 }
 
+/// The IPv4 address at `i` as an IPv4-mapped IPv6 address. Built as one 128-bit number
+/// (not byte by byte), so the address stays a value in registers.
 #[inline(always)]
 fn mapped_v4(d: &[u8], i: usize) -> Option<[u8; 16]> {
-    let b = d.get(i..i + 4)?;
-    Some([
-        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, b[0], b[1], b[2], b[3],
-    ])
+    let b: [u8; 4] = d.get(i..i + 4)?.try_into().ok()?;
+    Some((0xFFFF_u128 << 32 | u128::from(u32::from_be_bytes(b))).to_be_bytes())
 }
 
 #[inline(always)]
 fn v6_addr(d: &[u8], i: usize) -> Option<[u8; 16]> {
-    let b: &[u8; 16] = d.get(i..i + 16)?.try_into().ok()?;
-    Some(*b)
+    let b: [u8; 16] = d.get(i..i + 16)?.try_into().ok()?;
+    Some(u128::from_ne_bytes(b).to_ne_bytes())
 }
 
 /// Parse `data` of link type `linktype` into `out` (every field is overwritten).

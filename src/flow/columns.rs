@@ -78,6 +78,26 @@ pub(crate) fn validity(len: usize, valid: impl FnMut(usize) -> bool) -> NullBuff
     NullBuffer::new(BooleanBuffer::collect_bool(len, valid))
 }
 
+/// A validity bitmap with a bit per value of `values`, set where `valid` holds: each 64
+/// values are packed into a word from a slice of exactly 64, so the loop has no bounds
+/// checks.
+pub(crate) fn validity_of<T: Copy>(values: &[T], valid: impl Fn(T) -> bool) -> NullBuffer {
+    let pack = |chunk: &[T]| {
+        chunk
+            .iter()
+            .enumerate()
+            .fold(0u64, |w, (j, &v)| w | u64::from(valid(v)) << j)
+    };
+    let chunks = values.chunks_exact(64);
+    let tail = chunks.remainder();
+    let mut words: Vec<u64> = Vec::with_capacity(values.len().div_ceil(64));
+    words.extend(chunks.map(pack));
+    if !tail.is_empty() {
+        words.push(pack(tail));
+    }
+    NullBuffer::new(BooleanBuffer::new(Buffer::from_vec(words), 0, values.len()))
+}
+
 /// Ask the kernel to back a large column with transparent huge pages, so filling it costs
 /// one page fault per 2 MiB instead of one per 4 KiB. A hint only: without THP nothing changes.
 pub(crate) fn advise_huge<T>(v: &mut Vec<T>) {
@@ -108,10 +128,38 @@ fn column<T>(cap: usize) -> Vec<T> {
     v
 }
 
-/// Columns of the projection, filled per packet without allocating and handed to Arrow
+/// Rows staged before they are spread into the columns: small enough to stay in the L1
+/// cache while they are read back column by column.
+const STAGE_ROWS: usize = 256;
+
+/// One projected row as [`ProjectionBuilder::push_fields`] stages it: a packet costs one
+/// store of this, the columns are written in bulk per [`STAGE_ROWS`] rows.
+#[derive(Clone, Copy)]
+struct Row {
+    ts: i64,
+    caplen: u32,
+    len: u32,
+    src: [u8; ADDR_LEN],
+    dst: [u8; ADDR_LEN],
+    src_port: u16,
+    dst_port: u16,
+    vlan: u16,
+    ip_version: u8,
+    protocol: u8,
+    flags: u8,
+    present: u8,
+}
+
+/// Columns of the projection, filled without allocating per packet and handed to Arrow
 /// once per batch (the column vectors are moved into the batch, then reserved again).
+/// Rows are staged in a small reused buffer and written into the columns in bulk, a
+/// column at a time.
 pub struct ProjectionBuilder {
     cap: usize,
+    /// Rows not yet in the columns (at most [`STAGE_ROWS`]), with their flow ids when
+    /// the builder has a flow id column.
+    stage: Vec<Row>,
+    stage_ids: Vec<u64>,
     ts: Vec<i64>,
     caplen: Vec<u32>,
     len: Vec<u32>,
@@ -158,6 +206,8 @@ impl ProjectionBuilder {
             flags: column(cap),
             present: Vec::with_capacity(cap),
             flow_id: None,
+            stage: Vec::with_capacity(STAGE_ROWS),
+            stage_ids: Vec::new(),
         }
     }
 
@@ -166,22 +216,23 @@ impl ProjectionBuilder {
     pub fn with_flow_id(batch_size: usize) -> Self {
         let mut b = ProjectionBuilder::new(batch_size);
         b.flow_id = Some(column(b.cap));
+        b.stage_ids = Vec::with_capacity(STAGE_ROWS);
         b
     }
 
     /// Rows held.
     pub fn len(&self) -> usize {
-        self.ts.len()
+        self.ts.len() + self.stage.len()
     }
 
     /// Whether no rows are held.
     pub fn is_empty(&self) -> bool {
-        self.ts.is_empty()
+        self.len() == 0
     }
 
     /// Whether the batch is full.
     pub fn is_full(&self) -> bool {
-        self.ts.len() >= self.cap
+        self.len() >= self.cap
     }
 
     /// Project one packet into the columns.
@@ -196,25 +247,54 @@ impl ProjectionBuilder {
     /// (kept when the builder has a flow id column).
     #[inline]
     pub fn push_fields(&mut self, pkt: &RawPacket<'_>, f: &FlowFields, flow_id: Option<u64>) {
-        if let Some(ids) = &mut self.flow_id {
-            ids.push(flow_id.unwrap_or(NO_FLOW));
+        if self.stage.len() == STAGE_ROWS {
+            self.spread();
         }
-        self.ts.push(pkt.ts_ns);
-        self.caplen.push(pkt.caplen);
-        self.len.push(pkt.wirelen);
-        self.ip_version.push(f.ip_version);
-        self.protocol.push(f.protocol);
-        self.src.extend_from_slice(&f.src);
-        self.dst.extend_from_slice(&f.dst);
-        self.src_port.push(f.src_port);
-        self.dst_port.push(f.dst_port);
-        self.vlan.push(if f.has_vlan { f.vlan_id } else { NO_VLAN });
-        self.flags.push(f.tcp_flags);
-        self.present.push(
-            (u8::from(f.has_ports) * PORTS)
+        if self.flow_id.is_some() {
+            self.stage_ids.push(flow_id.unwrap_or(NO_FLOW));
+        }
+        self.stage.push(Row {
+            ts: pkt.ts_ns,
+            caplen: pkt.caplen,
+            len: pkt.wirelen,
+            src: f.src,
+            dst: f.dst,
+            src_port: f.src_port,
+            dst_port: f.dst_port,
+            vlan: if f.has_vlan { f.vlan_id } else { NO_VLAN },
+            ip_version: f.ip_version,
+            protocol: f.protocol,
+            flags: f.tcp_flags,
+            present: (u8::from(f.has_ports) * PORTS)
                 | (u8::from(f.has_tcp_flags) * FLAGS)
                 | (u8::from(f.has_protocol) * PROTOCOL),
-        );
+        });
+    }
+
+    /// Write the staged rows into the columns, a column at a time, and empty the stage.
+    #[inline(never)]
+    fn spread(&mut self) {
+        let rows = &self.stage;
+        self.ts.extend(rows.iter().map(|r| r.ts));
+        self.caplen.extend(rows.iter().map(|r| r.caplen));
+        self.len.extend(rows.iter().map(|r| r.len));
+        self.ip_version.extend(rows.iter().map(|r| r.ip_version));
+        self.protocol.extend(rows.iter().map(|r| r.protocol));
+        self.src.reserve(rows.len() * ADDR_LEN);
+        self.dst.reserve(rows.len() * ADDR_LEN);
+        for r in rows {
+            self.src.extend_from_slice(&r.src);
+            self.dst.extend_from_slice(&r.dst);
+        }
+        self.src_port.extend(rows.iter().map(|r| r.src_port));
+        self.dst_port.extend(rows.iter().map(|r| r.dst_port));
+        self.vlan.extend(rows.iter().map(|r| r.vlan));
+        self.flags.extend(rows.iter().map(|r| r.flags));
+        self.present.extend(rows.iter().map(|r| r.present));
+        self.stage.clear();
+        if let Some(ids) = &mut self.flow_id {
+            ids.append(&mut self.stage_ids);
+        }
     }
 
     /// The held rows as a batch (None when empty); the columns are then empty again.
@@ -222,17 +302,17 @@ impl ProjectionBuilder {
         if self.is_empty() {
             return None;
         }
+        self.spread();
         let cap = self.cap;
         fn take<T>(v: &mut Vec<T>, cap: usize) -> Vec<T> {
             std::mem::replace(v, column(cap))
         }
-        let n = self.ts.len();
-        let (ipv, present, vlan) = (&self.ip_version, &self.present, &self.vlan);
-        let has_l3 = validity(n, |i| ipv[i] != 0);
-        let has_ports = validity(n, |i| present[i] & PORTS != 0);
-        let has_flags = validity(n, |i| present[i] & FLAGS != 0);
-        let has_protocol = validity(n, |i| present[i] & PROTOCOL != 0);
-        let has_vlan = validity(n, |i| vlan[i] != NO_VLAN);
+        let present = &self.present;
+        let has_l3 = validity_of(&self.ip_version, |v| v != 0);
+        let has_ports = validity_of(present, |p| p & PORTS != 0);
+        let has_flags = validity_of(present, |p| p & FLAGS != 0);
+        let has_protocol = validity_of(present, |p| p & PROTOCOL != 0);
+        let has_vlan = validity_of(&self.vlan, |v| v != NO_VLAN);
         self.present.clear();
         let with_ids = self.flow_id.is_some();
         let mut columns: Vec<ArrayRef> = vec![
@@ -249,7 +329,7 @@ impl ProjectionBuilder {
             prim::<UInt8Type>(take(&mut self.flags, cap), Some(has_flags)),
         ];
         if let Some(ids) = &mut self.flow_id {
-            let in_flow = validity(n, |i| ids[i] != NO_FLOW);
+            let in_flow = validity_of(ids, |id| id != NO_FLOW);
             columns.push(prim::<UInt64Type>(take(ids, cap), Some(in_flow)));
         }
         Some(

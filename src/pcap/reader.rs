@@ -255,7 +255,7 @@ impl FileReader {
     /// # Errors
     /// [`Error::Format`] for a malformed record, [`Error::Truncated`] for a cut last
     /// record; the reader then reports the end.
-    #[inline]
+    #[inline(always)]
     pub fn next_packet(&mut self) -> Result<Option<RawPacket<'_>>> {
         if self.done {
             return Ok(None);
@@ -396,12 +396,11 @@ fn release(map: &memmap2::Mmap, from: usize, to: usize) {
     let _ = (map, from, to);
 }
 
-impl PacketSource for FileReader {
-    #[inline]
-    fn fetch(&mut self) -> Result<Fetch<'_>> {
-        if self.done {
-            return Ok(Fetch::End);
-        }
+impl FileReader {
+    /// [`PacketSource::fetch`] with a filter: records are read until one matches (or
+    /// [`SCAN_BUDGET`] did not).
+    #[inline(never)]
+    fn fetch_filtered(&mut self) -> Result<Fetch<'_>> {
         let mut rejected = 0u32;
         loop {
             let next = read_record(
@@ -433,6 +432,20 @@ impl PacketSource for FileReader {
             }
             return Ok(Fetch::Packet(p));
         }
+    }
+}
+
+impl PacketSource for FileReader {
+    /// Without a filter, one record: inlined into the loop that calls it.
+    #[inline(always)]
+    fn fetch(&mut self) -> Result<Fetch<'_>> {
+        if self.done {
+            return Ok(Fetch::End);
+        }
+        if self.filter.is_some() {
+            return self.fetch_filtered();
+        }
+        Ok(self.next_packet()?.map_or(Fetch::End, Fetch::Packet))
     }
 
     fn info(&self) -> SourceInfo {
