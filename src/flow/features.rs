@@ -173,7 +173,10 @@ impl FeatureStore {
             s.add_group(Box::new(AppHints::default()));
         }
         if !spec.fingerprints.is_empty() {
-            s.add_group(Box::new(FlowFingerprints::new(spec.fingerprints)));
+            s.add_group(Box::new(FlowFingerprints::new(
+                spec.fingerprints,
+                bidirectional,
+            )));
         }
         s
     }

@@ -213,6 +213,13 @@ fn reference(list: &[(i64, u32, Vec<u8>)]) -> BTreeMap<(Conv, &'static str), Str
             .entry((conv(e.src, e.dst, e.protocol), e.method.name()))
             .or_insert_with(|| e.value.to_owned());
     };
+    feed(&mut fp, list, &mut keep);
+    fp.finish(&mut keep);
+    first
+}
+
+/// Every packet of `list` through the state machine alone.
+fn feed(fp: &mut Fingerprinter, list: &[(i64, u32, Vec<u8>)], keep: &mut impl FnMut(&Event)) {
     for (ts, wirelen, d) in list {
         let p = crate::RawPacket {
             ts_ns: *ts,
@@ -221,15 +228,13 @@ fn reference(list: &[(i64, u32, Vec<u8>)]) -> BTreeMap<(Conv, &'static str), Str
             linktype: 1,
             data: d,
         };
-        fp.process(&p, &mut keep);
+        fp.process(&p, keep);
     }
-    fp.finish(&mut keep);
-    first
 }
 
-/// The fingerprint cells of a bidirectional table, by connection.
-fn cells(b: &RecordBatch) -> BTreeMap<(Conv, &'static str), String> {
-    let ends = |addr: &str, port: &str, i: usize| Endpoint {
+/// The endpoint in columns `addr` and `port` of row `i`.
+fn endpoint(b: &RecordBatch, addr: &str, port: &str, i: usize) -> Endpoint {
+    Endpoint {
         addr: b
             .column_by_name(addr)
             .unwrap()
@@ -242,7 +247,12 @@ fn cells(b: &RecordBatch) -> BTreeMap<(Conv, &'static str), String> {
             .unwrap()
             .as_primitive::<UInt16Type>()
             .value(i),
-    };
+    }
+}
+
+/// The fingerprint cells of a bidirectional table, by connection.
+fn cells(b: &RecordBatch) -> BTreeMap<(Conv, &'static str), String> {
+    let ends = |addr: &str, port: &str, i: usize| endpoint(b, addr, port, i);
     let proto = b
         .column_by_name("protocol")
         .unwrap()
@@ -441,4 +451,51 @@ fn fingerprint_columns_allocate_nothing_per_packet_once_warm() {
         b.column_by_name("ja4ssh").unwrap().null_count(),
         b.num_rows() - 1
     );
+}
+
+/// A one-direction table without `ja4ssh` (where bare ACKs past JA4L-C are not read): each
+/// direction's flow holds the first value its own packets complete, as the state machine
+/// alone gives them.
+#[test]
+fn one_direction_flows_hold_the_values_of_their_own_packets() {
+    let list = mixed_trace();
+    let methods: Methods = COLUMNS
+        .into_iter()
+        .filter(|m| *m != Method::Ja4Ssh)
+        .collect();
+    let mut fp = Fingerprinter::new(Config {
+        methods,
+        ..Config::default()
+    });
+    let mut truth = BTreeMap::new();
+    feed(&mut fp, &list, &mut |e: &Event| {
+        truth
+            .entry((((e.src, e.dst), e.protocol), e.method.name()))
+            .or_insert_with(|| e.value.to_owned());
+    });
+    let b = run(
+        &list,
+        FlowOptions {
+            bidirectional: false,
+            ..fingerprint_options(methods)
+        },
+    );
+    let end = |addr: &str, port: &str, i: usize| endpoint(&b, addr, port, i);
+    let proto = b
+        .column_by_name("protocol")
+        .unwrap()
+        .as_primitive::<UInt8Type>();
+    let mut got = BTreeMap::new();
+    for m in methods.iter() {
+        let col = b.column_by_name(m.name()).unwrap().as_string::<i32>();
+        for i in (0..b.num_rows()).filter(|&i| col.is_valid(i)) {
+            let key = (
+                (end("src_ip", "src_port", i), end("dst_ip", "dst_port", i)),
+                proto.value(i),
+            );
+            got.insert((key, m.name()), col.value(i).to_owned());
+        }
+    }
+    assert!(truth.keys().any(|k| k.1 == "ja4l_c"));
+    assert_eq!(got, truth);
 }

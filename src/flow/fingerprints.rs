@@ -11,7 +11,10 @@
 //! The state machine reads a flow's first [`FEED_PACKETS`] TCP or UDP packets (the
 //! handshakes, hellos, certificates and first request are there), then only the packets
 //! of SSH connections (port 22 or an `SSH-` banner) still without a `ja4ssh`, and nothing
-//! once every asked column has its value: a long flow costs its first packets only.
+//! once every asked column has its value: a long flow costs its first packets only. A bare
+//! ACK is not read once its flow has its `ja4l_c` (or it is not asked), unless its
+//! connection is SSH (in a one-direction table, whenever `ja4ssh` is asked). The packets
+//! read reach the state machine with the table's own parse of their headers.
 
 use std::sync::Arc;
 
@@ -47,6 +50,10 @@ pub const ALL: Methods = {
 
 /// The bit of `ja4ssh` in [`Prints::have`] (its index in [`COLUMNS`]).
 const SSH_BIT: u16 = 1 << 7;
+/// The bit of `ja4l_c`.
+const LC_BIT: u16 = 1 << 5;
+/// TCP flags SYN, RST and FIN.
+const SYN_RST_FIN: u8 = 0x02 | 0x04 | 0x01;
 
 /// Packets of a flow the state machine reads before it reads only SSH connections.
 pub const FEED_PACKETS: u32 = 64;
@@ -100,13 +107,16 @@ pub struct FlowFingerprints {
     /// Bits of the asked columns.
     want: u16,
     ssh_wanted: bool,
+    /// Whether a flow is a whole connection (both directions).
+    bidirectional: bool,
     flows: Vec<Prints>,
 }
 
 impl FlowFingerprints {
     /// The columns of `methods` (those of [`COLUMNS`]; others are ignored), with the state
-    /// machine's default bounds.
-    pub fn new(methods: Methods) -> Self {
+    /// machine's default bounds, for a table whose flows are connections (`bidirectional`)
+    /// or one direction of them.
+    pub fn new(methods: Methods, bidirectional: bool) -> Self {
         let columns: Vec<usize> = (0..COLUMNS.len())
             .filter(|&i| methods.has(COLUMNS[i]))
             .collect();
@@ -120,6 +130,7 @@ impl FlowFingerprints {
             columns,
             want,
             ssh_wanted: methods.has(Method::Ja4Ssh),
+            bidirectional,
             flows: Vec::new(),
         }
     }
@@ -162,6 +173,18 @@ impl FeatureGroup for FlowFingerprints {
             prints.ssh = ja4ssh::is_banner(p.payload());
         }
         prints.fed = prints.fed.saturating_add(1);
+        // A bare ACK (no payload; no SYN, RST or FIN) can give only JA4L-C or count in a
+        // JA4SSH window: once the flow has its JA4L-C (or it is not asked) and its connection
+        // is not SSH, the state machine would only mark the connection used. (In a
+        // one-direction table the other direction may have seen the SSH banner.)
+        if f.protocol == TCP
+            && f.payload_len == 0
+            && f.tcp_flags & SYN_RST_FIN == 0
+            && (prints.have | !self.want) & LC_BIT != 0
+            && !(self.ssh_wanted && (prints.ssh || !self.bidirectional))
+        {
+            return;
+        }
         self.fp
             .process_fields(p.pkt, p.fields, &mut |e: &Event| prints.take(e));
     }
