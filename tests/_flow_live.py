@@ -12,6 +12,8 @@ import urllib.request
 from collections.abc import Iterable
 from typing import Any
 
+from _real_traffic import Http
+
 
 class OneShotServer:
     """A socket on an ephemeral 127.0.0.1 port served by one thread: `serve(sock)` handles
@@ -40,23 +42,11 @@ class OneShotServer:
         self.sock.close()
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        body = b"paclo"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 class HttpServer:
-    """Answers one GET with 200 and the body b"paclo"."""
+    """Answers one GET with 200 and a body that starts with b"paclo"."""
 
     def __init__(self) -> None:
-        self.server = http.server.HTTPServer(("127.0.0.1", 0), _Handler)
+        self.server = http.server.HTTPServer(("127.0.0.1", 0), Http)
         self.port: int = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.handle_request, daemon=True)
         self.thread.start()
