@@ -120,3 +120,25 @@ def test_decoded_captures_are_unchanged(decode):
         for t in senders:
             t.join(10)
     assert len(got) == n and all(isinstance(d, dict) for d in got)
+
+
+def test_close_counts_packets_taken_but_not_yet_yielded_as_abandoned():
+    """The consumer takes queued packets in batches under one lock; those it took but had not
+    yielded when the capture closes count as abandoned, not delivered."""
+    n = 2_000
+    with Receiver() as rx:
+        cap, senders = _capture(rx, n, queue_cap=256)
+        got = 0
+        with cap:
+            for _ in cap:
+                got += 1
+                if got == 5:
+                    for t in senders:
+                        t.join(10)
+                    break
+        s = cap.stats()
+    p, q = s["packets"], s["queue"]
+    assert got == 5 and p["processed"] == 5
+    assert p["delivered"] == p["processed"], s
+    assert q["enqueued"] == p["delivered"] + q["abandoned"] + q["depth"]
+    assert q["depth"] == 0 and q["abandoned"] > 0

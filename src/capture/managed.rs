@@ -362,6 +362,23 @@ impl ManagedCapture {
         self.shared.queue.pop(timeout, recycle)
     }
 
+    /// Take up to `max` packets into `out` under one lock, waiting up to `timeout` for the
+    /// first; the buffers of `recycle` are returned for reuse. Returns how many were taken.
+    pub fn pop_into(
+        &self,
+        timeout: Duration,
+        recycle: &mut Vec<OwnedPacket>,
+        out: &mut std::collections::VecDeque<OwnedPacket>,
+        max: usize,
+    ) -> Pop<usize> {
+        self.shared.queue.pop_into(timeout, recycle, out, max)
+    }
+
+    /// Count `n` packets taken from the queue but discarded unprocessed as abandoned.
+    pub fn undeliver(&self, n: u64) {
+        self.shared.queue.undeliver(n);
+    }
+
     /// Count a packet the consumer converted, and whether it had a decode error.
     pub fn count_processed(&self, decode_error: bool) {
         self.shared.processed.0.fetch_add(1, Ordering::Relaxed);

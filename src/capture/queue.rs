@@ -301,16 +301,44 @@ impl<T> BoundedQueue<T> {
     /// Take the oldest item, waiting up to `timeout`. `recycle` (a delivered item the
     /// consumer is done with) goes to the pool in the same lock.
     pub fn pop(&self, timeout: Duration, recycle: Option<T>) -> Pop<T> {
+        self.pop_with(timeout, recycle, |items| items.pop_front().map(|x| (x, 1)))
+    }
+
+    /// Take up to `max` (at least 1) of the oldest items into `out`, waiting up to `timeout`
+    /// for the first; the buffers of `recycle` go to the pool in the same lock (those that do
+    /// not fit are freed). Returns how many were taken. One lock for a batch: a consumer that
+    /// takes several at once meets the producer on the lock less often.
+    pub fn pop_into(
+        &self,
+        timeout: Duration,
+        recycle: &mut Vec<T>,
+        out: &mut VecDeque<T>,
+        max: usize,
+    ) -> Pop<usize> {
+        let max = max.max(1);
+        self.pop_with(timeout, recycle.drain(..), |items| {
+            let n = items.len().min(max);
+            out.extend(items.drain(..n));
+            (n > 0).then_some((n, n as u64))
+        })
+    }
+
+    fn pop_with<R>(
+        &self,
+        timeout: Duration,
+        recycle: impl IntoIterator<Item = T>,
+        mut take: impl FnMut(&mut VecDeque<T>) -> Option<(R, u64)>,
+    ) -> Pop<R> {
         let mut st = self.lock();
-        if let Some(r) = recycle {
+        for r in recycle {
             if st.pool.len() < self.pool_cap {
                 st.pool.push(r);
             }
         }
         let mut deadline: Option<Instant> = None;
         loop {
-            if let Some(item) = st.items.pop_front() {
-                st.counters.delivered += 1;
+            if let Some((taken, n)) = take(&mut st.items) {
+                st.counters.delivered += n;
                 st.counters.depth = st.items.len() as u64;
                 // Wake a blocked producer only once the queue is half empty, so producer and
                 // consumer do not hand the CPU back and forth for every item.
@@ -318,7 +346,7 @@ impl<T> BoundedQueue<T> {
                     st.producer_waiting = false;
                     self.not_full.notify_one();
                 }
-                return Pop::Item(item);
+                return Pop::Item(taken);
             }
             if st.producer_done {
                 return Pop::Finished;
@@ -339,6 +367,15 @@ impl<T> BoundedQueue<T> {
                 .0;
             st.consumer_waiting = false;
         }
+    }
+
+    /// Count `n` items the consumer took but discarded without processing them (a close
+    /// while it held them) as abandoned instead of delivered.
+    pub fn undeliver(&self, n: u64) {
+        let mut st = self.lock();
+        let n = n.min(st.counters.delivered);
+        st.counters.delivered -= n;
+        st.counters.abandoned += n;
     }
 
     /// Discard every queued item (counted as abandoned) and wake a blocked producer.
@@ -394,6 +431,47 @@ mod tests {
         assert_eq!(c.offered, c.enqueued + c.dropped + c.cancelled, "{c:?}");
         assert_eq!(c.enqueued, c.delivered + c.abandoned + c.depth, "{c:?}");
         assert!(c.depth <= cap && c.max_depth <= cap, "{c:?}");
+    }
+
+    #[test]
+    fn pop_into_takes_a_batch_in_order_and_undeliver_recounts_it() {
+        let q = BoundedQueue::new(16, QueueMode::Blocking, 4);
+        for i in 0..10 {
+            assert!(matches!(q.push(i, &never), Push::Enqueued(None)));
+        }
+        let mut out = VecDeque::new();
+        let mut recycle = vec![100, 101, 102, 103, 104, 105];
+        assert_eq!(
+            q.pop_into(Duration::ZERO, &mut recycle, &mut out, 4),
+            Pop::Item(4)
+        );
+        assert!(recycle.is_empty());
+        assert_eq!(out, [0, 1, 2, 3]);
+        // The pool kept 4 of the 6 buffers: the next pushes get them back.
+        let reused: Vec<_> = (10..16)
+            .filter_map(|i| match q.push(i, &never) {
+                Push::Enqueued(p) => p,
+                _ => None,
+            })
+            .collect();
+        assert_eq!(reused.len(), 4);
+        let c = q.counters();
+        assert_eq!((c.delivered, c.depth), (4, 12));
+        q.undeliver(3);
+        let c = q.counters();
+        assert_eq!((c.delivered, c.abandoned), (1, 3));
+        check_invariants(&c, 16);
+        assert_eq!(
+            q.pop_into(Duration::ZERO, &mut vec![], &mut out, 0),
+            Pop::Item(1)
+        );
+        q.clear();
+        q.finish();
+        assert_eq!(
+            q.pop_into(Duration::ZERO, &mut vec![], &mut out, 8),
+            Pop::Finished
+        );
+        check_invariants(&q.counters(), 16);
     }
 
     #[test]

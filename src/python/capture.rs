@@ -5,6 +5,7 @@
 //! released, in slices of [`POP_SLICE`], and checks for signals between slices, so Ctrl-C
 //! raises `KeyboardInterrupt` promptly and closes the capture.
 
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -32,6 +33,8 @@ use crate::stats::{Failure, StopReason};
 
 /// Longest wait on the queue without checking for signals.
 pub const POP_SLICE: Duration = Duration::from_millis(50);
+/// The most packets the consumer takes from the queue under one lock.
+const TAKE_BATCH: usize = 32;
 /// Free buffers a capture keeps for its raw packets (more are freed).
 const POOL_CAP: usize = 256;
 /// How long `close` waits for the capture thread.
@@ -40,8 +43,10 @@ pub const CLOSE_TIMEOUT: Duration = crate::capture::managed::CLOSE_TIMEOUT;
 struct Consumer {
     finished: bool,
     matched: bool,
-    /// A buffer to give back to the queue at the next pop (decoded modes: the last packet's).
-    recycle: Option<OwnedPacket>,
+    /// Packets taken from the queue (a batch under one lock), not yet converted.
+    taken: VecDeque<OwnedPacket>,
+    /// Buffers to give back to the queue at the next take.
+    spent: Vec<OwnedPacket>,
     /// Calls of `__next__`, to check for signals every [`QUEUE_SIGNAL_CHECK_EVERY`].
     calls: u64,
 }
@@ -75,6 +80,10 @@ pub struct Capture {
     mode: DecodeMode,
     /// The buffers `Packet`s keep (raw mode) and give back when freed.
     pool: Py<PacketPool>,
+    /// Packets taken from the queue at once: a quarter of it, 1 to [`TAKE_BATCH`].
+    take_batch: usize,
+    /// Set by `close()`: packets already taken are discarded too.
+    discard: AtomicBool,
     /// Never held while Python code runs: callers take new references and release it.
     hooks: Mutex<Hooks>,
     has_stop_when: bool,
@@ -118,6 +127,11 @@ impl Capture {
     }
 
     pub(crate) fn close_blocking(&self, py: Python<'_>) -> PyResult<()> {
+        self.discard.store(true, Ordering::Release);
+        // Inside `__next__` (which holds the consumer) the caller discards them itself.
+        if let Ok(mut consumer) = self.consumer.try_lock() {
+            self.discard_taken(&mut consumer);
+        }
         let result = py.detach(|| self.core.close(CLOSE_TIMEOUT));
         self.finalize(py);
         // A Ctrl-C that landed in a hook (re-armed there) raises here.
@@ -133,7 +147,8 @@ impl Capture {
         consumer: &mut Consumer,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
         consumer.finished = true;
-        consumer.recycle = None;
+        self.discard_taken(consumer);
+        consumer.spent.clear();
         py.detach(|| self.core.wait_done(CLOSE_TIMEOUT));
         self.finalize(py);
         py.check_signals()?;
@@ -150,6 +165,14 @@ impl Capture {
             }
         }
         Ok(None)
+    }
+
+    /// Drop the packets taken but not yet converted, counted as abandoned.
+    fn discard_taken(&self, consumer: &mut Consumer) {
+        if !consumer.taken.is_empty() {
+            self.core.undeliver(consumer.taken.len() as u64);
+            consumer.spent.extend(consumer.taken.drain(..));
+        }
     }
 
     pub(crate) fn core(&self) -> &ManagedCapture {
@@ -231,75 +254,85 @@ impl Capture {
             self.core.clear_queue();
             return self.end(py, consumer);
         }
+        if self.discard.load(Ordering::Acquire) {
+            self.discard_taken(consumer);
+        }
         consumer.calls += 1;
         if consumer.calls % QUEUE_SIGNAL_CHECK_EVERY == 0 {
             if let Err(e) = py.check_signals() {
                 consumer.finished = true;
+                self.discard_taken(consumer);
                 let _ = self.close_blocking(py);
                 return Err(e);
             }
         }
         loop {
-            let recycle = match self.mode {
-                DecodeMode::Raw => self.pool.get().take(),
-                _ => consumer.recycle.take(),
-            };
-            // A packet already queued is taken without releasing the GIL; only a wait releases it.
-            let popped = match self.core.pop(Duration::ZERO, recycle) {
-                Pop::Empty => py.detach(|| self.core.pop(POP_SLICE, None)),
-                other => other,
-            };
-            match popped {
-                Pop::Item(pkt) => {
-                    let (obj, decode_error) = match self.mode {
-                        DecodeMode::Raw => {
-                            let p = Packet::from_pooled(py, &self.pool, pkt);
-                            (Bound::new(py, p)?.into_any(), false)
-                        }
-                        _ => {
-                            let converted = to_python(py, self.mode, &pkt.as_raw());
-                            consumer.recycle = Some(pkt);
-                            converted?
-                        }
-                    };
-                    self.core.count_processed(decode_error);
-                    let pred = if self.has_stop_when {
-                        self.hooks
-                            .lock()
-                            .ok()
-                            .and_then(|h| h.stop_when.as_ref().map(|f| f.clone_ref(py)))
-                    } else {
-                        None
-                    };
-                    if let Some(pred) = &pred {
-                        let matched = pred.call1(py, (obj.clone(),)).and_then(|r| r.is_truthy(py));
-                        match matched {
-                            Ok(true) => {
-                                self.core.request_stop(StopReason::Predicate);
-                                consumer.matched = true;
-                            }
-                            Ok(false) => {}
-                            Err(e) => {
-                                let message = format!("stop_when raised: {e}");
-                                self.core.fail(consumer_failure(py, &e, message));
-                                consumer.finished = true;
-                                py.detach(|| self.core.close(CLOSE_TIMEOUT)).ok();
-                                self.finalize(py);
-                                return Err(e);
-                            }
-                        }
-                    }
-                    return Ok(Some(obj));
+            let Some(pkt) = consumer.taken.pop_front() else {
+                if self.mode == DecodeMode::Raw {
+                    self.pool
+                        .get()
+                        .take_into(&mut consumer.spent, self.take_batch);
                 }
-                Pop::Empty => {
-                    if let Err(e) = py.check_signals() {
+                let (spent, taken, n) = (&mut consumer.spent, &mut consumer.taken, self.take_batch);
+                // Packets already queued are taken without releasing the GIL; only a wait releases it.
+                let popped = match self.core.pop_into(Duration::ZERO, spent, taken, n) {
+                    Pop::Empty => py.detach(|| self.core.pop_into(POP_SLICE, spent, taken, n)),
+                    other => other,
+                };
+                match popped {
+                    Pop::Item(_) => continue,
+                    Pop::Empty => {
+                        if let Err(e) = py.check_signals() {
+                            consumer.finished = true;
+                            self.discard_taken(consumer);
+                            let _ = self.close_blocking(py);
+                            return Err(e);
+                        }
+                        continue;
+                    }
+                    Pop::Finished => return self.end(py, consumer),
+                }
+            };
+            let (obj, decode_error) = match self.mode {
+                DecodeMode::Raw => {
+                    let p = Packet::from_pooled(py, &self.pool, pkt);
+                    (Bound::new(py, p)?.into_any(), false)
+                }
+                _ => {
+                    let converted = to_python(py, self.mode, &pkt.as_raw());
+                    consumer.spent.push(pkt);
+                    converted?
+                }
+            };
+            self.core.count_processed(decode_error);
+            let pred = if self.has_stop_when {
+                self.hooks
+                    .lock()
+                    .ok()
+                    .and_then(|h| h.stop_when.as_ref().map(|f| f.clone_ref(py)))
+            } else {
+                None
+            };
+            if let Some(pred) = &pred {
+                let matched = pred.call1(py, (obj.clone(),)).and_then(|r| r.is_truthy(py));
+                match matched {
+                    Ok(true) => {
+                        self.core.request_stop(StopReason::Predicate);
+                        consumer.matched = true;
+                    }
+                    Ok(false) => {}
+                    Err(e) => {
+                        let message = format!("stop_when raised: {e}");
+                        self.core.fail(consumer_failure(py, &e, message));
                         consumer.finished = true;
-                        let _ = self.close_blocking(py);
+                        self.discard_taken(consumer);
+                        py.detach(|| self.core.close(CLOSE_TIMEOUT)).ok();
+                        self.finalize(py);
                         return Err(e);
                     }
                 }
-                Pop::Finished => return self.end(py, consumer),
             }
+            return Ok(Some(obj));
         }
     }
 
@@ -412,11 +445,14 @@ pub fn open_capture(
         queue_mode,
         wait_slice: Duration::from_millis(25),
     };
+    let take_batch = (queue_cap / 4).clamp(1, TAKE_BATCH);
     let core = ManagedCapture::start(lp, config)?;
     Ok(Capture {
         core,
         mode,
         pool: Py::new(py, PacketPool::new(POOL_CAP))?,
+        take_batch,
+        discard: AtomicBool::new(false),
         has_stop_when: stop_when.is_some(),
         hooks: Mutex::new(Hooks {
             stop_when,
@@ -428,7 +464,8 @@ pub fn open_capture(
         consumer: Mutex::new(Consumer {
             finished: false,
             matched: false,
-            recycle: None,
+            taken: VecDeque::with_capacity(take_batch),
+            spent: Vec::with_capacity(take_batch),
             calls: 0,
         }),
         finalized: AtomicBool::new(false),

@@ -35,10 +35,14 @@ impl PacketPool {
         }
     }
 
-    /// A free buffer, if one was given back.
+    /// Move up to `max` free buffers to `out`.
     #[inline]
-    pub fn take(&self) -> Option<OwnedPacket> {
-        self.free.lock().ok()?.pop()
+    pub fn take_into(&self, out: &mut Vec<OwnedPacket>, max: usize) {
+        if let Ok(mut free) = self.free.lock() {
+            let n = free.len().min(max);
+            let at = free.len() - n;
+            out.extend(free.drain(at..));
+        }
     }
 
     /// Keep `buf` for reuse (dropped when the pool is full).
@@ -73,8 +77,8 @@ enum Backing {
 /// read; from a managed capture they stay in the capture's buffer; elsewhere they are
 /// copied at creation.
 ///
-/// No `freelist`: pyo3's freelist takes a mutex per allocation and per free, which measured
-/// slower (about 13 ns per packet) than CPython's own allocator.
+/// No `freelist`: pyo3's freelist (a mutex per allocation and per free) saved under 1% of a
+/// read loop's instructions per packet.
 #[pyclass(module = "paclo", frozen)]
 pub struct Packet {
     #[pyo3(get)]
