@@ -54,7 +54,7 @@ cleanup() {
   local i
   for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do umount -R "${mounts[$i]}" 2>/dev/null || umount -l "${mounts[$i]}"; done
   # Never delete through a mount that is still there (/dev, the toolchain).
-  if grep -q " $run/" /proc/self/mounts; then
+  if grep -qE " $run(/| )" /proc/self/mounts; then
     echo "fresh-bookworm: mounts remain under $run; left in place" >&2
   elif [ "$keep" = 0 ]; then
     rm -rf --one-file-system "$run"
@@ -69,7 +69,7 @@ mnt() { # mnt TARGET MOUNT-ARGS...
   mounts+=("$target")
 }
 
-if grep -q " $run/" /proc/self/mounts; then
+if grep -qE " $run(/| )" /proc/self/mounts; then
   echo "fresh-bookworm: an earlier run left mounts under $run: unmount them first" >&2
   exit 1
 fi
@@ -77,6 +77,8 @@ rm -rf --one-file-system "$run"
 cp -a "$base" "$run"
 git clone -q --no-hardlinks "$src" "$run/root/paclo"
 cp /etc/resolv.conf "$run/etc/resolv.conf"
+# A Debian install writes /etc/hosts (debootstrap does not): localhost resolves from it.
+printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' >"$run/etc/hosts"
 local_ca=()
 if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
   # pip trusts its own certificate bundle unless told to use the system's.
@@ -84,6 +86,11 @@ if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
   mkdir -p "$run/usr/local/share/ca-certificates"
   cp /usr/local/share/ca-certificates/*.crt "$run/usr/local/share/ca-certificates/"
 fi
+# The root's / is a mount point, as on a real machine: `ip netns exec` and `ip -n` make it
+# a slave mount first, which fails on a plain directory. Private, so nothing mounted in the
+# root propagates out.
+mnt "$run" --bind "$run"
+mount --make-private "$run"
 mnt "$run/proc" -t proc proc
 mnt "$run/sys" -t sysfs sysfs
 mnt "$run/dev" --rbind /dev

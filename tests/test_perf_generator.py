@@ -74,7 +74,10 @@ def test_the_count_is_split_exactly_and_every_datagram_arrives():
 
 
 def test_report_fields():
-    sink = Sink()
+    # "localhost" goes to the resolver's first address: 127.0.0.1, or ::1 where /etc/hosts
+    # names both (as a Debian install's does)
+    family, _, _, _, address = socket.getaddrinfo("localhost", 9, type=socket.SOCK_DGRAM)[0]
+    sink = Sink(family)
     try:
         r = _paclo.udp_generate("localhost", sink.port, 50_000, packets=1000, senders=2, batch=16, cpus=[0])
     finally:
@@ -82,9 +85,11 @@ def test_report_fields():
     assert set(r) == {"host", "port", "family", "requested_packets", "duration_ms", "sent", "target_pps",
                       "realized_pps", "elapsed_ns", "window_ns", "retries", "stop", "frame_size", "payload_bytes",
                       "senders", "batch", "start_delay_ms", "cpus", "per_sender"}
-    assert (r["host"], r["port"], r["family"]) == ("127.0.0.1", sink.port, "ipv4")
+    assert (r["host"], r["port"]) == (address[0], sink.port)
+    assert r["family"] == ("ipv6" if family == socket.AF_INET6 else "ipv4")
     assert (r["requested_packets"], r["duration_ms"], r["sent"], r["stop"]) == (1000, None, 1000, "count")
-    assert (r["frame_size"], r["payload_bytes"], r["senders"], r["batch"], r["cpus"]) == (64, 36, 2, 16, [0])
+    headers = 48 if family == socket.AF_INET6 else 28  # IP and UDP headers
+    assert (r["frame_size"], r["payload_bytes"], r["senders"], r["batch"], r["cpus"]) == (64, 64 - headers, 2, 16, [0])
     # the realized rate: (sent - senders) intervals over the window from the first to the last
     # accepted datagram (each sender's first datagram opens its own count)
     assert r["realized_pps"] == pytest.approx((r["sent"] - 2) / (r["window_ns"] / 1e9), rel=1e-9)

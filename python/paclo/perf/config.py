@@ -72,17 +72,21 @@ PEER_SCENARIOS = (
 # scapy is about 100x slower than the rest: it reads at most this many packets of each dataset.
 SCAPY_MAX_PACKETS = 20_000
 
-# The start-of-run estimate: ns per packet of each offline scenario on a quiet 2-vCPU machine
-# (the reference figures of docs/performance.md, rounded up), the cost of starting one worker
-# process, and what generating a dataset costs per packet. An estimate, not a measurement.
+# The start-of-run estimate: ns per packet of each offline scenario (paclo's and the C walk:
+# the quick profile's quiet-machine medians of 2026-12-01, the largest of the three cases,
+# rounded up; the other peers: the reference figures of docs/performance.md), and the cost of
+# a worker besides its timed runs (start, imports, dataset open, the tracemalloc run's
+# overhead), fitted so the estimate matches the quick profile's measured 61 s on a quiet
+# 2-vCPU machine. What generating a dataset costs per packet (writing it included). An
+# estimate, not a measurement.
 ESTIMATE_NS_PER_PACKET = {
-    "raw-seq": 100, "sync-loop": 20, "raw-reduce": 150, "full-decode": 1_200, "full-reduce": 1_300,
-    "flow-aggregate": 60, "flow-reduce": 200, "flow-project": 80, "write-pipeline": 150, "flow-table": 60,
-    "arrow-batches": 60, "peer-c-mmap-walk": 20, "peer-c-pcap-next-ex": 60, "peer-dpkt-raw": 1_300, "peer-dpkt-5tuple": 9_000,
+    "raw-seq": 550, "sync-loop": 180, "raw-reduce": 630, "full-decode": 5_100, "full-reduce": 5_000,
+    "flow-aggregate": 4_500, "flow-reduce": 7_800, "flow-project": 290, "write-pipeline": 880, "flow-table": 300,
+    "arrow-batches": 830, "peer-c-mmap-walk": 110, "peer-c-pcap-next-ex": 60, "peer-dpkt-raw": 1_300, "peer-dpkt-5tuple": 9_000,
     "peer-scapy-raw": 1_200, "peer-scapy-decode": 120_000,
 }
-ESTIMATE_WORKER_START_S = 1.0
-ESTIMATE_GENERATE_NS_PER_PACKET = 100
+ESTIMATE_WORKER_START_S = 1.15
+ESTIMATE_GENERATE_NS_PER_PACKET = 5_000  # 912 MB for 3 x 1,000,000 packets took about 15 s
 
 # A measured run shorter than this is too short to time well (timer, scheduler and cache noise
 # are a large part of it): the runner says so under its table.
