@@ -401,3 +401,37 @@ def paclo_values(path: Path) -> dict[str, list[tuple[str, str | None]]]:
     for m, v, r in zip(t["method"], t["value"], t["raw"], strict=True):
         out.setdefault(m, []).append((v, r))
     return out
+
+
+# The per-flow fingerprint columns of `paclo.flows(..., features="fingerprints")`.
+FLOW_COLUMNS = ["ja4", "ja4s", "ja4h", "ja4t", "ja4ts", "ja4l_c", "ja4l_s", "ja4ssh", "ja4x"]
+
+Connection = tuple[int, frozenset[tuple[bytes, int]]]
+
+
+def first_values_by_connection(path: Path) -> dict[Connection, dict[str, str]]:
+    """The first value of each flow-column method per connection (protocol and the pair of
+    endpoints), from `paclo.fingerprints(path, methods="all")`."""
+    import paclo
+
+    out: dict[Connection, dict[str, str]] = {}
+    for r in paclo.fingerprints(path, methods="all").to_pylist():
+        if r["method"] in FLOW_COLUMNS:
+            key = (r["protocol"], frozenset([(r["src_ip"], r["src_port"]), (r["dst_ip"], r["dst_port"])]))
+            out.setdefault(key, {}).setdefault(r["method"], r["value"])
+    return out
+
+
+def flow_columns_by_connection(path: Path) -> dict[Connection, dict[str, str]]:
+    """The non-null fingerprint cells of each flow of the bidirectional flow table with
+    `features="fingerprints"` (flows without any are left out)."""
+    import paclo
+
+    out: dict[Connection, dict[str, str]] = {}
+    for r in paclo.flows(path, bidirectional=True, features="fingerprints").to_pylist():
+        key = (r["protocol"], frozenset([(r["src_ip"], r["src_port"]), (r["dst_ip"], r["dst_port"])]))
+        assert key not in out, f"two flows of one connection without timeouts: {key}"
+        cells = {c: r[c] for c in FLOW_COLUMNS if r[c] is not None}
+        if cells:
+            out[key] = cells
+    return out

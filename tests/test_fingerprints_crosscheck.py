@@ -113,6 +113,19 @@ def test_every_handshake_is_fingerprinted(capture: tuple[Path, dict[str, list[st
     assert len(got["ja4x"]) == versions.count("TLSv1.2") > 0
 
 
+@live
+def test_flow_columns_equal_fingerprints(capture: tuple[Path, dict[str, list[str]]]) -> None:
+    """Each flow's fingerprint columns hold the first value `paclo.fingerprints` gives its
+    connection, for every method, and no flow has a value the table of fingerprints lacks."""
+    pcap, ran = capture
+    want = T.first_values_by_connection(pcap)
+    got = T.flow_columns_by_connection(pcap)
+    assert got == want
+    seen = {m for cells in got.values() for m in cells}
+    assert seen == set(T.FLOW_COLUMNS), seen
+    assert len([c for c in got.values() if "ja4" in c]) == len(ran["versions"])
+
+
 def test_quic_rfc_initials_agree_with_ja4plus(tmp_path: Path) -> None:
     """The protected client and server Initial packets of RFC 9001 Appendix A, in UDP."""
     from _decoder_util import eth, ipv4, udp, write_pcap

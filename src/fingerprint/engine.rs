@@ -39,11 +39,21 @@ const PROTO_TCP: u8 = 6;
 const PROTO_UDP: u8 = 17;
 const TCP_DATA_OFFSET: usize = 12;
 const TCP_MIN_HEADER_LEN: usize = 20;
-const UDP_HEADER_LEN: usize = 8;
 const HS_SERVER_HELLO_DONE: u8 = 14;
 /// The most bytes one reassembled TLS or HTTP stream holds.
 pub const STREAM_CAP: usize = 65536;
 const TCP_ORIENTED_PORTS_SSH: u16 = 22;
+/// The methods that read TCP through per-connection state or reassembly (all but JA4T).
+const TCP_KEYED: Methods = Methods::NONE
+    .with(Method::Ja4)
+    .with(Method::Ja4O)
+    .with(Method::Ja4S)
+    .with(Method::Ja4H)
+    .with(Method::Ja4TS)
+    .with(Method::Ja4LC)
+    .with(Method::Ja4LS)
+    .with(Method::Ja4Ssh)
+    .with(Method::Ja4X);
 
 /// Bounds of the per-connection state (the reference implementation's defaults).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -698,11 +708,23 @@ impl Fingerprinter {
 
     /// Read one packet and call `f` for each fingerprint it completes.
     pub fn process<F: FnMut(&Event)>(&mut self, pkt: &RawPacket, f: &mut F) {
-        self.counters.packets += 1;
         // The flow fast path reads the headers (the full decoder's validity rules, without
         // building its result): addresses, ports, TTL and where the segment lies.
         let mut ff = FlowFields::default();
         fastpath::parse(pkt.linktype, pkt.data, &mut ff);
+        self.process_fields(pkt, &ff, f);
+    }
+
+    /// [`process`](Self::process) of a packet whose flow fast-path fields `ff` are parsed
+    /// already (a flow table has them): the same events, without parsing the headers again.
+    #[inline]
+    pub fn process_fields<F: FnMut(&Event)>(
+        &mut self,
+        pkt: &RawPacket,
+        ff: &FlowFields,
+        f: &mut F,
+    ) {
+        self.counters.packets += 1;
         if ff.ip_version == 0 || !ff.has_ports {
             return;
         }
@@ -724,24 +746,28 @@ impl Fingerprinter {
         };
         match ff.protocol {
             PROTO_TCP => {
-                // The fast path checked the whole header is present (data offset >= 5).
-                let hl = usize::from(seg[TCP_DATA_OFFSET] >> 4) * 4;
+                // Fields from the fast path's own parse hold a whole header; checked reads
+                // keep any other `ff` from panicking.
+                let Some(hdr) = seg.get(..TCP_MIN_HEADER_LEN) else {
+                    return;
+                };
+                let hl = usize::from(hdr[TCP_DATA_OFFSET] >> 4) * 4;
+                let Some(options) = seg.get(TCP_MIN_HEADER_LEN..hl) else {
+                    return;
+                };
                 self.tcp_packet(
                     &ctx,
                     ff.tcp_flags,
-                    be32(seg, 4),
-                    be32(seg, 8),
-                    be16(seg, 14),
-                    &seg[TCP_MIN_HEADER_LEN..hl],
-                    &seg[hl..],
+                    be32(hdr, 4),
+                    be32(hdr, 8),
+                    be16(hdr, 14),
+                    options,
+                    ff.payload(pkt.data),
                     ff.ttl,
                     f,
                 );
             }
-            PROTO_UDP => {
-                let datagram = fastpath::udp_datagram(seg);
-                self.udp_packet(&ctx, &datagram[UDP_HEADER_LEN..], f);
-            }
+            PROTO_UDP => self.udp_packet(&ctx, ff.payload(pkt.data), f),
             _ => {}
         }
     }
@@ -760,18 +786,22 @@ impl Fingerprinter {
         f: &mut F,
     ) {
         let m = self.cfg.methods;
-        let (key, from_lo) = conn_key(ctx.src, ctx.dst, 6);
         let syn = fl & flags::SYN != 0;
         let ack = fl & flags::ACK != 0;
         let now = ctx.ts_ns;
+        // JA4T needs no state: decided from the flags before any connection key is made.
+        if syn && !ack && m.has(Method::Ja4T) {
+            let t = &mut self.s.out.value;
+            t.clear();
+            ja4t::ja4t(window, options, t);
+            emit(ctx, Method::Ja4T, t.as_str(), "", &mut self.counters, f);
+        }
+        if !m.intersects(TCP_KEYED) {
+            return;
+        }
+        let (key, from_lo) = conn_key(ctx.src, ctx.dst, 6);
 
         if syn && !ack {
-            if m.has(Method::Ja4T) {
-                let t = &mut self.s.out.value;
-                t.clear();
-                ja4t::ja4t(window, options, t);
-                emit(ctx, Method::Ja4T, t.as_str(), "", &mut self.counters, f);
-            }
             let restart = |old: Option<TcpConn>, same: bool| match old {
                 // A SYN again after the SYN-ACK changes nothing; before it, it restarts the
                 // timing.
@@ -1311,7 +1341,48 @@ impl Fingerprinter {
     }
 }
 
-/// Whether a buffer holds a whole HTTP request head (up to the blank line).
+/// Whether a buffer holds a whole HTTP request head (up to the blank line): `\r\n\r\n`
+/// or `\n\n` somewhere, found from each line end.
 fn head_complete(b: &[u8]) -> bool {
-    b.windows(4).any(|w| w == b"\r\n\r\n") || b.windows(2).any(|w| w == b"\n\n")
+    let mut from = 0;
+    while let Some(i) = super::find_byte(&b[from..], b'\n') {
+        let nl = from + i;
+        match b.get(nl + 1..) {
+            Some([b'\n', ..]) => return true,
+            Some([b'\r', b'\n', ..]) if nl > 0 && b[nl - 1] == b'\r' => return true,
+            _ => {}
+        }
+        from = nl + 1;
+    }
+    false
+}
+
+#[cfg(test)]
+mod head_tests {
+    use super::head_complete;
+
+    /// The line-end search gives what a scan of every window gives.
+    #[test]
+    fn head_complete_equals_the_window_scan() {
+        let by_windows =
+            |b: &[u8]| b.windows(4).any(|w| w == b"\r\n\r\n") || b.windows(2).any(|w| w == b"\n\n");
+        let alphabet = [b'\r', b'\n', b'a', b':'];
+        let mut x = 0x9e37_79b9_u32;
+        for len in 0..40 {
+            for _ in 0..300 {
+                let b: Vec<u8> = (0..len)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 17;
+                        x ^= x << 5;
+                        alphabet[(x % 4) as usize]
+                    })
+                    .collect();
+                assert_eq!(head_complete(&b), by_windows(&b), "{b:?}");
+            }
+        }
+        assert!(head_complete(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"));
+        assert!(!head_complete(b"GET / HTTP/1.1\r\nHost: a\r\n\r"));
+        assert!(head_complete(b"GET / HTTP/1.0\n\n"));
+    }
 }

@@ -13,7 +13,7 @@
 //! Header names and values are trimmed of spaces; cookies without `=` are ignored; with
 //! several Cookie headers the last one is read.
 
-use super::{sha12, sha12_or_zero, Cursor, Output, Text, MAX_LIST, RAW_CAP};
+use super::{find_byte, sha12, sha12_or_zero, Cursor, Output, Text, MAX_LIST, RAW_CAP};
 
 /// Request methods recognised at the start of a payload.
 const METHODS: [&[u8]; 9] = [
@@ -64,7 +64,7 @@ fn trim(b: &[u8]) -> &[u8] {
 /// The next line (without CRLF or LF) and the rest; `None` when no line end is present.
 fn line(c: &mut Cursor<'_>) -> Option<(usize, usize)> {
     let rest = c.rest();
-    let nl = rest.iter().position(|&b| b == b'\n')?;
+    let nl = find_byte(rest, b'\n')?;
     let start = c.pos;
     let mut end = start + nl;
     if nl > 0 && rest[nl - 1] == b'\r' {
@@ -124,7 +124,7 @@ pub fn ja4h(payload: &[u8], s: &mut Scratch, out: &mut Output) -> bool {
             complete = true;
             break;
         }
-        let Some(colon) = l.iter().position(|&b| b == b':') else {
+        let Some(colon) = find_byte(l, b':') else {
             continue;
         };
         let name = trim(&l[..colon]);

@@ -43,7 +43,7 @@ pub fn ja4t<const N: usize>(window: u16, options: &[u8], out: &mut Text<N>) {
             if out.len() > start {
                 out.push(b'-');
             }
-            out.push_dec(u64::from(kind));
+            out.push_dec_u8(kind);
             i += 1;
             continue;
         }
@@ -57,7 +57,7 @@ pub fn ja4t<const N: usize>(window: u16, options: &[u8], out: &mut Text<N>) {
         if out.len() > start {
             out.push(b'-');
         }
-        out.push_dec(u64::from(kind));
+        out.push_dec_u8(kind);
         match (kind, data) {
             (OPT_MSS, [a, b]) => mss = Some(u16::from_be_bytes([*a, *b])),
             (OPT_WSCALE, [s]) => wscale = Some(*s),
@@ -75,7 +75,7 @@ pub fn ja4t<const N: usize>(window: u16, options: &[u8], out: &mut Text<N>) {
     }
     out.push(b'_');
     match wscale {
-        Some(s) => out.push_dec(u64::from(s)),
+        Some(s) => out.push_dec_u8(s),
         None => out.push_str("00"),
     }
 }

@@ -145,6 +145,11 @@ impl Methods {
     pub const fn has(self, m: Method) -> bool {
         self.0 & (1 << m as u8) != 0
     }
+    /// Whether the sets share a method.
+    #[inline]
+    pub const fn intersects(self, other: Methods) -> bool {
+        self.0 & other.0 != 0
+    }
     /// Whether the set is empty.
     pub const fn is_empty(self) -> bool {
         self.0 == 0
@@ -424,6 +429,28 @@ pub fn sha12_or_zero(empty: bool, data: &[u8]) -> [u8; 12] {
     } else {
         sha12(data)
     }
+}
+
+/// The position of the first `needle` in `hay`, read eight bytes at a time (a request
+/// head is scanned for line ends, a line for its colon).
+#[inline]
+pub fn find_byte(hay: &[u8], needle: u8) -> Option<usize> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let pattern = LO * u64::from(needle);
+    let mut chunks = hay.chunks_exact(8);
+    let mut base = 0;
+    for c in &mut chunks {
+        let v = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]) ^ pattern;
+        // The lowest flagged byte is a zero byte of `v` (flags above it may be false).
+        let zero = v.wrapping_sub(LO) & !v & HI;
+        if zero != 0 {
+            return Some(base + (zero.trailing_zeros() / 8) as usize);
+        }
+        base += 8;
+    }
+    let rest = chunks.remainder();
+    rest.iter().position(|&b| b == needle).map(|i| base + i)
 }
 
 /// Whether `v` is a GREASE value (RFC 8701): 0x?a?a with both bytes equal.

@@ -1025,3 +1025,28 @@ fn sha12_is_the_start_of_sha256() {
         );
     }
 }
+
+/// The eight-bytes-at-a-time search finds what a byte loop finds, at every length and
+/// position, with the needle's neighbours in every byte value.
+#[test]
+fn find_byte_equals_a_byte_loop() {
+    use super::find_byte;
+    let mut x = 0x2545_f491_u32;
+    for len in 0..70 {
+        for _ in 0..200 {
+            let b: Vec<u8> = (0..len)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 17;
+                    x ^= x << 5;
+                    // Bytes near the needle and high bytes, where a borrow could mislead.
+                    [b'\n', b'\x0b', b'\x09', 0x8a, 0xff, 0, b':', b'a'][(x % 8) as usize]
+                })
+                .collect();
+            for needle in [b'\n', b':', 0, 0xff] {
+                let want = b.iter().position(|&c| c == needle);
+                assert_eq!(find_byte(&b, needle), want, "{needle} in {b:?}");
+            }
+        }
+    }
+}

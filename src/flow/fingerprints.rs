@@ -162,7 +162,8 @@ impl FeatureGroup for FlowFingerprints {
             prints.ssh = ja4ssh::is_banner(p.payload());
         }
         prints.fed = prints.fed.saturating_add(1);
-        self.fp.process(p.pkt, &mut |e: &Event| prints.take(e));
+        self.fp
+            .process_fields(p.pkt, p.fields, &mut |e: &Event| prints.take(e));
     }
 
     fn close(&mut self, slot: usize) {
