@@ -2,7 +2,7 @@
 nfstream, on the same files, in one run.
 
     python benchmarks/flows_bench.py [--count 1000000] [--datasets udp-64,mix] [--rounds 5]
-                                     [--peer-rounds 2] [--peers dpkt,nfstream] [--keep DIR]
+                                     [--peer-rounds 2] [--peers dpkt,nfstream] [--peer-python PY] [--keep DIR]
 
 Needs a release build (``maturin develop --release``) and, for the peers, dpkt and nfstream
 6.x. Datasets: ``udp-64`` (``paclo.perf.datasets``, one flow) and ``mix``
@@ -118,7 +118,7 @@ def child(spec: dict) -> dict:
         mapped = b"\x00" * 10 + b"\xff\xff"
         with open(path, "rb") as f:
             for ts, buf in dpkt.pcap.Reader(f):
-                cols["ts"].append(int(round(ts * 1e9)))
+                cols["ts"].append(round(ts * 1e9))
                 cols["len"].append(len(buf))
                 ip = dpkt.ethernet.Ethernet(buf).data
                 if isinstance(ip, dpkt.ip.IP):
@@ -144,27 +144,30 @@ def child(spec: dict) -> dict:
     raise ValueError(kind)
 
 
-def run_child(spec: dict) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)], capture_output=True, text=True, check=False)
+def run_child(spec: dict, python: str = sys.executable) -> dict:
+    out = subprocess.run([python, __file__, "--child", json.dumps(spec)], capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise RuntimeError(f"{spec['kind']} failed: {out.stderr[-2000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def walk_binary() -> str:
-    bindir = os.path.join(HERE, "bin")
-    os.makedirs(bindir, exist_ok=True)
-    exe = os.path.join(bindir, "mmap_walk")
-    src = os.path.join(HERE, "mmap_walk.c")
-    if not os.path.exists(exe) or os.path.getmtime(exe) < os.path.getmtime(src):
-        subprocess.run(["cc", "-O2", "-o", exe, src], check=True)
-    return exe
+    """The runner's C record walk (``paclo/perf/mmap_walk.c``), compiled into benchmarks/bin."""
+    from paclo.perf.peers import compile_c
+
+    return compile_c(HERE, "mmap_walk")
 
 
-def walk(exe: str, path: str) -> dict:
-    out = subprocess.run([exe, path, "5"], capture_output=True, text=True, check=True).stdout
-    fields = dict(kv.split("=") for kv in out.split())
-    return {"ns": float(fields["ns_per_packet"]), "packets": int(fields["packets"])}
+def walk(exe: str, path: str, passes: int = 5) -> dict:
+    """The median of `passes` runs of the walk (each maps the file afresh; one untimed first)."""
+    ns = []
+    packets = 0
+    for i in range(passes + 1):
+        out = subprocess.run([exe, path], capture_output=True, text=True, check=True).stdout
+        packets, _bytes, elapsed, _cpu, _rss = (int(x) for x in out.split())
+        if i:
+            ns.append(elapsed / max(packets, 1))
+    return {"ns": statistics.median(ns), "packets": packets}
 
 
 def dataset(name: str, count: int, directory: str) -> str:
@@ -192,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--peer-rounds", type=int, default=2)
     ap.add_argument("--peers", default="nfstream")
+    ap.add_argument("--peer-python", default=sys.executable,
+                    help="the interpreter that runs the peers (one with nfstream and dpkt; default: this one)")
     ap.add_argument("--only", help="comma-separated variant names to run (default: all)")
     ap.add_argument("--keep", help="keep the datasets in this directory")
     ap.add_argument("--json", help="write every measurement here")
@@ -233,8 +238,9 @@ def main(argv: list[str] | None = None) -> int:
             if r < a.rounds:
                 runs.setdefault("C mmap record walk", []).append(walk(exe, path))
             for v, spec in variants:
-                if r < (a.rounds if spec["kind"] in ("paclo", "project") else a.peer_rounds):
-                    runs.setdefault(v, []).append(run_child(spec))
+                mine = spec["kind"] in ("paclo", "project")
+                if r < (a.rounds if mine else a.peer_rounds):
+                    runs.setdefault(v, []).append(run_child(spec, sys.executable if mine else a.peer_python))
         med: dict[str, float] = {}
         print(f"{'what':<34} {'ns/packet median (min-max)':>28} {'peak RSS MB':>12}  check")
         for v, rs in runs.items():

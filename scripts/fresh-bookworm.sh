@@ -99,11 +99,16 @@ if [ "$host_rust" = 1 ]; then
   done
 fi
 
-script="cd /root/paclo && { ${commands[0]}; } && { ${commands[1]}; }"
 if [ "$first_only" = 1 ]; then
-  script="cd /root/paclo && { ${commands[0]}; }"
   commands=("${commands[0]}")
 fi
+# Each command in turn, stopping at the first that fails; each reports its exit code and time.
+script="cd /root/paclo || exit 1"
+for i in "${!commands[@]}"; do
+  script+="; t=\$SECONDS; { ${commands[$i]}; }; c=\$?"
+  script+="; echo \"fresh-bookworm: command $((i + 1)) exit \$c after \$((SECONDS - t)) s\""
+  script+="; [ \$c = 0 ] || exit \$c"
+done
 echo "fresh-bookworm: running in a fresh bookworm root, in /root/paclo (a clone of $(git rev-parse --short HEAD)):"
 printf '  %s\n' "${commands[@]}"
 set +e

@@ -94,8 +94,15 @@ def udp_payload(pkt: paclo.Packet) -> bytes:
     return bytes(pkt.data)[ETH_IP_UDP:]
 
 
-def thread_count() -> int:
-    return len(os.listdir("/proc/self/task"))
+def thread_ids() -> set[int]:
+    """The ids of this process's threads now."""
+    return {int(t) for t in os.listdir("/proc/self/task")}
+
+
+def new_threads(before: set[int]) -> set[int]:
+    """The threads running now that were not in ``before``. Compares ids, not counts, so a
+    thread of another library's pool that ends meanwhile does not change the answer."""
+    return thread_ids() - before
 
 
 def fd_count() -> int:

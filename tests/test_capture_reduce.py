@@ -13,7 +13,7 @@ import threading
 import time
 
 import pytest
-from _live_util import LO, Receiver, fd_count, live, payload, send_async, thread_count, udp_payload
+from _live_util import LO, Receiver, fd_count, live, new_threads, payload, send_async, thread_ids, udp_payload
 
 import paclo
 from paclo._capture import reduce_device
@@ -39,9 +39,9 @@ def test_reduce_counts_every_packet_and_reports():
     n = 200
     stats_seen = []
     with Receiver() as rx:
-        threads = thread_count()
+        threads = thread_ids()
         acc, stats = run_reduce(rx, n, lambda acc, p: [*acc, udp_payload(p)], [], report=True, on_stats=stats_seen.append)
-        assert thread_count() == threads
+        assert not new_threads(threads)
     assert acc == [payload(i) for i in range(n)]
     assert stats["schema_version"] == 1 and stats["state"] == "closed"
     assert stats["stop_reason"] == "idle_timeout" and stats["error"] is None

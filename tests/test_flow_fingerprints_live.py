@@ -7,17 +7,15 @@ is ephemeral and the filter names the test's own ports."""
 from __future__ import annotations
 
 import hashlib
-import http.server
 import re
 import socket
 import ssl
 import struct
 import subprocess
-import threading
-import urllib.request
 from pathlib import Path
 
 import pytest
+from _flow_live import HttpServer, OneShotServer, http_get, port_filter, rows_by_port, tls_client_context
 from _live_util import LO, live
 
 import paclo
@@ -151,7 +149,7 @@ def ja4h(head: bytes) -> str:
     return f"{a}_{sha12(','.join(kept))}_{'0' * 12}_{'0' * 12}"
 
 
-class TlsServer:
+class TlsServer(OneShotServer):
     """A TLS 1.2 server with a self-signed certificate: one handshake, then close."""
 
     def __init__(self, tmp: Path) -> None:
@@ -167,66 +165,36 @@ class TlsServer:
         self.ctx.maximum_version = ssl.TLSVersion.TLSv1_2
         self.ctx.load_cert_chain(cert, key)
         self.ctx.set_alpn_protocols(["http/1.1"])
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.sock.settimeout(5)
-        self.port = self.sock.getsockname()[1]
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
+        super().__init__()
 
-    def _serve(self) -> None:
-        try:
-            conn, _ = self.sock.accept()
-            with self.ctx.wrap_socket(conn, server_side=True) as s:
-                s.settimeout(5)
-                s.recv(16)
-        except OSError:
-            pass
-
-    def close(self) -> None:
-        self.thread.join(5)
-        self.sock.close()
-
-
-class Quiet(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        self.send_response(204)
-        self.end_headers()
-
-    def log_message(self, *args: object) -> None:
-        pass
+    def serve(self, sock: socket.socket) -> None:
+        conn, _ = sock.accept()
+        with self.ctx.wrap_socket(conn, server_side=True) as s:
+            s.settimeout(5)
+            s.recv(16)
 
 
 @pytest.mark.live
 @live
 def test_fingerprint_columns_on_real_handshakes(tmp_path):
     tls = TlsServer(tmp_path)
-    web = http.server.HTTPServer(("127.0.0.1", 0), Quiet)
-    web_thread = threading.Thread(target=web.handle_request, daemon=True)
-    web_thread.start()
-    ports = {"tls": tls.port, "http": web.server_address[1]}
-    cap = paclo.capture(LO, filter=" or ".join(f"tcp port {p}" for p in ports.values()), idle_timeout=1.0)
+    web = HttpServer()
+    ports = {"tls": tls.port, "http": web.port}
+    cap = paclo.capture(LO, filter=port_filter(ports.values(), "tcp"), idle_timeout=1.0)
     try:
-        ctx = ssl.create_default_context()
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
-        ctx.set_alpn_protocols(["h2", "http/1.1"])
+        ctx = tls_client_context(["h2", "http/1.1"])
         with (
             socket.create_connection(("127.0.0.1", tls.port), timeout=5) as raw,
             ctx.wrap_socket(raw, server_hostname="sni.paclo.example") as s,
         ):
             assert s.version() == "TLSv1.2"
             s.sendall(b"bye")
-        req = urllib.request.Request(
-            f"http://127.0.0.1:{ports['http']}/x", headers={"User-Agent": "paclo-test/1.0", "X-Test": "1"}
-        )
-        with urllib.request.urlopen(req, timeout=5) as resp:
-            assert resp.status == 204
+        assert http_get(web.port, {"User-Agent": "paclo-test/1.0", "X-Test": "1"}) == b"paclo"
         packets = list(cap)
     finally:
         cap.close()
         tls.close()
-        web_thread.join(5)
-        web.server_close()
+        web.close()
     path = tmp_path / "lo.pcap"
     paclo.write_pcap(path, packets)
 
@@ -248,7 +216,7 @@ def test_fingerprint_columns_on_real_handshakes(tmp_path):
 
     table = paclo.flows(path, bidirectional=True, features="fingerprints")
     assert table.column_names[-len(COLUMNS) :] == COLUMNS
-    rows = {name: r for r in table.to_pylist() for name, p in ports.items() if p in (r["src_port"], r["dst_port"])}
+    rows = rows_by_port(table.to_pylist(), ports)
     assert set(rows) == set(ports) and table.num_rows == 2
     for name, values in expect.items():
         assert {k: rows[name][k] for k in values} == values, name

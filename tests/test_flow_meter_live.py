@@ -5,15 +5,13 @@ clock. Every port is ephemeral and every filter names the test's own ports."""
 
 from __future__ import annotations
 
-import http.server
 import socket
 import ssl
 import struct
-import threading
 import time
-import urllib.request
 
 import pytest
+from _flow_live import HttpServer, OneShotServer, http_get, port_filter, rows_by_port, tls_client_context
 from _live_util import ETH_IP_UDP, LO, Receiver, live, send
 
 import paclo
@@ -28,75 +26,34 @@ def dns_query(name: str, qid: int = 0x5AC1) -> bytes:
     return q + b"\x00" + struct.pack("!HH", 1, 1)
 
 
-class DnsServer:
+class DnsServer(OneShotServer):
     """Answers one query (the question echoed with QR set and no answers)."""
 
     def __init__(self) -> None:
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.settimeout(5)
-        self.port = self.sock.getsockname()[1]
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
+        super().__init__(socket.SOCK_DGRAM)
 
-    def _serve(self) -> None:
-        try:
-            msg, peer = self.sock.recvfrom(2048)
-            self.sock.sendto(msg[:2] + struct.pack("!H", 0x8180) + msg[4:], peer)
-        except OSError:
-            pass
-
-    def close(self) -> None:
-        self.thread.join(5)
-        self.sock.close()
+    def serve(self, sock: socket.socket) -> None:
+        msg, peer = sock.recvfrom(2048)
+        sock.sendto(msg[:2] + struct.pack("!H", 0x8180) + msg[4:], peer)
 
 
-class SilentTcpServer:
+class SilentTcpServer(OneShotServer):
     """Accepts one connection, reads what comes, then closes (the TLS peer that never
     answers: the client's ClientHello is on the wire either way)."""
 
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.sock.settimeout(5)
-        self.port = self.sock.getsockname()[1]
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    def _serve(self) -> None:
-        try:
-            conn, _ = self.sock.accept()
-            with conn:
-                conn.settimeout(2)
-                conn.recv(65536)
-        except OSError:
-            pass
-
-    def close(self) -> None:
-        self.thread.join(5)
-        self.sock.close()
-
-
-class Quiet(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        body = b"paclo"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
+    def serve(self, sock: socket.socket) -> None:
+        conn, _ = sock.accept()
+        with conn:
+            conn.settimeout(2)
+            conn.recv(65536)
 
 
 def test_application_hints_on_loopback(tmp_path):
     dns = DnsServer()
     tls = SilentTcpServer()
-    web = http.server.HTTPServer(("127.0.0.1", 0), Quiet)
-    web_thread = threading.Thread(target=web.handle_request, daemon=True)
-    web_thread.start()
-    ports = {"dns": dns.port, "tls": tls.port, "http": web.server_address[1]}
-    flt = " or ".join(f"port {p}" for p in ports.values())
-    cap = paclo.capture(LO, filter=flt, idle_timeout=1.0)
+    web = HttpServer()
+    ports = {"dns": dns.port, "tls": tls.port, "http": web.port}
+    cap = paclo.capture(LO, filter=port_filter(ports.values()), idle_timeout=1.0)
     try:
         client = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         client.settimeout(5)
@@ -104,10 +61,7 @@ def test_application_hints_on_loopback(tmp_path):
         client.recvfrom(2048)
         client.close()
 
-        ctx = ssl.create_default_context()
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
-        ctx.set_alpn_protocols(["h2", "http/1.1"])
+        ctx = tls_client_context(["h2", "http/1.1"])
         with socket.create_connection(("127.0.0.1", tls.port), timeout=5) as raw:
             try:
                 with ctx.wrap_socket(raw, server_hostname="sni.paclo.example"):
@@ -115,24 +69,17 @@ def test_application_hints_on_loopback(tmp_path):
             except (ssl.SSLError, OSError):
                 pass  # the server never answers the hello
 
-        req = urllib.request.Request(f"http://127.0.0.1:{ports['http']}/x", headers={"User-Agent": "paclo-test/1.0"})
-        with urllib.request.urlopen(req, timeout=5) as resp:
-            assert resp.read() == b"paclo"
+        assert http_get(web.port, {"User-Agent": "paclo-test/1.0"}) == b"paclo"
         packets = list(cap)
     finally:
         cap.close()
         dns.close()
         tls.close()
-        web_thread.join(5)
-        web.server_close()
+        web.close()
     path = tmp_path / "lo.pcap"
     paclo.write_pcap(path, packets)
     table = paclo.flows(path, bidirectional=True, features="app")
-    by_port = {}
-    for row in table.to_pylist():
-        for name, port in ports.items():
-            if port in (row["src_port"], row["dst_port"]):
-                by_port[name] = row
+    by_port = rows_by_port(table.to_pylist(), ports)
     assert set(by_port) == set(ports)
     assert (by_port["dns"]["application_protocol"], by_port["dns"]["requested_server_name"]) == ("dns", "paclo-dns.example")
     t = by_port["tls"]

@@ -90,3 +90,42 @@ def test_ring_labels():
     assert live_runner.ring_label({"version": "TPACKET_V3", "block_count": 64, "block_size": 262144}) == "V3 64x256K"
     assert live_runner.ring_label({"version": "TPACKET_V2", "frame_count": 7885, "frame_size": 2128}) == "V2 7885 slots"
     assert live_runner.ring_label(None) == "-"
+
+
+def test_each_capture_scenario_has_its_reduce_yardstick():
+    assert live.reduce_peer_for("live-managed-raw") == "live-sync-raw"
+    assert live.reduce_peer_for("live-raw-immediate") == "live-sync-raw"
+    assert live.reduce_peer_for("live-managed-raw-buffered") == "live-sync-raw-buffered"
+    assert live.reduce_peer_for("live-managed-full") == "live-sync-full"
+    assert live.reduce_peer_for("live-raw") is None  # no reduce scenario with libpcap's default ring
+    assert live.reduce_peer_for("live-sync-raw") is None
+    assert live.reduce_peer_for("peer-c-libpcap-live") is None
+    assert live.reduce_peer_for("live-managed-fanout-dual") is None
+
+
+def _live_result(scenario: str, target: int, cpu_ns: float | None) -> dict:
+    summary = {} if cpu_ns is None else {"cpu_ns_per_packet": {"median": cpu_ns}}
+    return {"scenario": scenario, "config": {"target_pps": target}, "runs": [{"ring": None}], "summary": summary,
+            "sustainability": {"verdict": "pass", "passing_runs": 1, "total_runs": 1}}
+
+
+def test_live_table_shows_capture_cpu_as_a_multiple_of_reduce():
+    results = [
+        _live_result("live-sync-raw", 1000, 400.0),
+        _live_result("live-managed-raw", 1000, 520.0),
+        _live_result("peer-c-libpcap-live-immediate", 1000, 100.0),
+        _live_result("live-managed-raw", 2000, 600.0),  # no reduce run at this target
+        _live_result("live-managed-raw-buffered", 1000, 300.0),  # its yardstick (buffered) did not run
+    ]
+    lines = live_runner.live_table(results).splitlines()
+    head = lines[0].split()
+    assert "reduce" in head and head.index("reduce") == head.index("C") + 3  # "x C CPU", "x reduce CPU"
+
+    def cells(i: int) -> list[str]:
+        return lines[i].split()
+
+    assert cells(2)[-4:-2] == ["4.0", "-"]  # reduce itself: x C CPU only
+    assert cells(3)[-4:-2] == ["5.2", "1.30"]  # 520 / 400
+    assert cells(4)[-4:-2] == ["1.0", "-"]
+    assert cells(5)[-4:-2] == ["-", "-"]
+    assert cells(6)[-4:-2] == ["-", "-"]

@@ -279,8 +279,9 @@ def test_no_warning_on_a_complete_file(tmp_path):
 
 @pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
 def test_progress_bar_on_a_tty(tmp_path):
-    import subprocess
     import sys
+
+    from _pty_util import run_with_tty_stderr
 
     p = write(tmp_path, "c.pcap", classic(RECS * 10_000))
     code = (
@@ -292,26 +293,8 @@ def test_progress_bar_on_a_tty(tmp_path):
         "        time.sleep(0.25)\n"
         "print(n)\n"
     )
-    master, slave = os.openpty()
-    try:
-        proc = subprocess.run([sys.executable, "-c", code, str(p)], stderr=slave, stdout=subprocess.PIPE, text=True, timeout=60)
-        os.close(slave)
-        slave = -1
-        err = b""
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            err += chunk
-    finally:
-        if slave >= 0:
-            os.close(slave)
-        os.close(master)
+    proc, text = run_with_tty_stderr([sys.executable, "-c", code, str(p)], timeout=60)
     assert proc.stdout.strip() == "30000"
-    text = err.decode()
     # paclo's shared progress line: bytes read of the file size, redrawn, ended by a newline.
     frames = [f for f in text.split("\r") if f.strip()]
     assert len(frames) >= 3 and all(f.startswith("read  [") and " of " in f for f in frames), text

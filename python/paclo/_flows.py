@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import pyarrow as pa
 
 from . import _paclo
 from ._analysis import address_strings, analysis_view
 from ._options import LiveSource, check_bool, check_int, check_seconds, live_source
+from ._progress import Progress
 
 __all__ = ["flow_stream", "flow_topn", "flows", "ip_to_str", "project", "read_batches"]
 
@@ -100,6 +101,17 @@ def _view(table: pa.Table, view: View) -> pa.Table:
     return analysis_view(table) if view == "analysis" else table
 
 
+def _progress(progress: Any, source: list[str] | LiveSource, label: str) -> Progress:
+    """The progress line of a call given ``progress=``: paclo's line (bytes read of the
+    files' total size) when ``progress`` is True and stderr is a terminal, off otherwise.
+    Pass it to the native call only when it is ``enabled`` (the loop then reports
+    nothing)."""
+    check_bool("progress", progress)
+    if progress and isinstance(source, dict):
+        raise ValueError(f"{label}(device=...) has no progress line: progress= counts the bytes read of capture files")
+    return Progress(unit="bytes", label=label, enabled=None if progress else False)
+
+
 def _table(stream: _paclo.ArrowStream) -> pa.Table:
     # Not pa.table(stream): it asks pandas whether the stream is a DataFrame, and so
     # imports pandas (a second or more) on the first call of a process.
@@ -143,6 +155,7 @@ def project(
     duration: float | None = None,
     limit: int | None = None,
     view: View = "numeric",
+    progress: bool = False,
     **live: Any,
 ) -> pa.Table:
     """One row per packet: ``ts_ns, caplen, len, ip_version, protocol, src_ip, dst_ip,
@@ -159,6 +172,9 @@ def project(
     ``flow_id`` column of ``flows(source, flow_id=True, ...)`` with the same ``bidirectional``,
     ``idle_timeout``, ``active_timeout`` and ``max_flows`` (null for packets in no flow).
     Those options apply only with ``flow_id=True``.
+
+    ``progress=True`` draws paclo's progress line on stderr when it is a terminal: the
+    bytes read of the files' total size (files only).
     """
     _check_view(view)
     check_bool("flow_id", flow_id)
@@ -168,7 +184,9 @@ def project(
         if given:
             raise TypeError(f"project() options {', '.join(given)} apply only with flow_id=True")
     src = _source("project", source, device, duration=duration, limit=limit, live=live)
-    stream = _paclo.flow_project(src, filter=_check_filter(filter), flow_id=flow_id, **options)
+    flt = _check_filter(filter)
+    with _progress(progress, src, "project") as bar:
+        stream = _paclo.flow_project(src, filter=flt, flow_id=flow_id, progress=bar if bar.enabled else None, **options)
     return _view(_table(stream), view)
 
 
@@ -187,6 +205,7 @@ def flows(
     duration: float | None = None,
     limit: int | None = None,
     view: View = "numeric",
+    progress: bool = False,
     **live: Any,
 ) -> pa.Table:
     """The flow table: one row per flow, aggregated natively.
@@ -209,7 +228,8 @@ def flows(
     new flow beyond it evicts the least recently active one (``expiration_reason``
     ``"evicted"``, counted in the schema metadata ``paclo.flows_evicted``).
     ``flow_id=True`` adds a first column ``flow_id``: the flow's number in the order flows
-    began, which ``project(..., flow_id=True)`` gives each packet.
+    began, which ``project(..., flow_id=True)`` gives each packet. ``progress=True`` draws
+    a progress line as for :func:`project`.
     """
     options = _meter_options(bidirectional, idle_timeout, active_timeout, max_flows)
     features = _features(features)
@@ -217,9 +237,11 @@ def flows(
     check_bool("flow_id", flow_id)
     _check_view(view)
     src = _source("flows", source, device, duration=duration, limit=limit, live=live)
-    stream = _paclo.flow_table(
-        src, filter=_check_filter(filter), features=features, splt=splt, flow_id=flow_id, **options
-    )
+    flt = _check_filter(filter)
+    with _progress(progress, src, "flows") as bar:
+        stream = _paclo.flow_table(
+            src, filter=flt, features=features, splt=splt, flow_id=flow_id, progress=bar if bar.enabled else None, **options
+        )
     return _view(_table(stream), view)
 
 
@@ -274,6 +296,7 @@ def flow_topn(
     filter: str | None = "udp or tcp",
     duration: float | None = None,
     limit: int | None = None,
+    progress: bool = False,
     **live: Any,
 ) -> list[dict[str, Any]]:
     """The ``n`` largest flows: ``[{"flow": {"proto", "src", "dst"}, "packets", "bytes"}]``.
@@ -281,14 +304,15 @@ def flow_topn(
     Sorted by ``by`` descending, ties by flow key ascending, so the output is
     deterministic. ``src``/``dst`` are ``"ip:port"`` (``"[v6]:port"`` for IPv6, RFC 5952
     text), or the address alone without ports. ``bytes`` sums wire lengths. ``device=``
-    captures live instead, as for :func:`project`.
+    captures live instead, as for :func:`project`. ``progress=True`` draws a progress line
+    as for :func:`project`.
     """
     src = _source("flow_topn", source, device, duration=duration, limit=limit, live=live)
-    return _topn(src, n, by=by, bidirectional=bidirectional, filter=filter)[0]
+    return _topn(src, n, by=by, bidirectional=bidirectional, filter=filter, progress=progress)[0]
 
 
 def _topn(
-    source: Any, n: int, *, by: str, bidirectional: bool, filter: str | None
+    source: Any, n: int, *, by: str, bidirectional: bool, filter: str | None, progress: bool = False
 ) -> tuple[list[dict[str, Any]], int, int]:
     """``flow_topn`` plus the number of flows and of packets aggregated; ``source`` is
     what :func:`_source` returns, or anything :func:`_paths` takes."""
@@ -297,11 +321,12 @@ def _topn(
     if by not in ("packets", "bytes"):
         raise ValueError(f"by must be 'packets' or 'bytes', not {by!r}")
     check_bool("bidirectional", bidirectional)
-    if not isinstance(source, dict):
-        source = _paths(source)
-    rows, nflows, npackets = _paclo.flow_topn(
-        source, n, by_bytes=by == "bytes", bidirectional=bidirectional, filter=_check_filter(filter)
-    )
+    src: list[str] | LiveSource = cast(LiveSource, source) if isinstance(source, dict) else _paths(source)
+    flt = _check_filter(filter)
+    with _progress(progress, src, "flow_topn") as bar:
+        rows, nflows, npackets = _paclo.flow_topn(
+            src, n, by_bytes=by == "bytes", bidirectional=bidirectional, filter=flt, progress=bar if bar.enabled else None
+        )
     return rows, nflows, npackets
 
 

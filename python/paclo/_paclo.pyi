@@ -192,6 +192,7 @@ def flow_project(
     idle_timeout: float | None = None,
     active_timeout: float | None = None,
     max_flows: int | None = None,
+    progress: _ProgressDisplay | None = None,
 ) -> ArrowStream: ...
 def flow_table(
     source: Sequence[str | PathLike[str]] | _LiveSource,
@@ -204,6 +205,7 @@ def flow_table(
     splt: int = 10,
     max_flows: int | None = None,
     flow_id: bool = False,
+    progress: _ProgressDisplay | None = None,
 ) -> ArrowStream: ...
 @final
 class FlowStream:
@@ -229,7 +231,13 @@ def flow_stream(
     batch_rows: int = 65536,
 ) -> FlowStream: ...
 def flow_topn(
-    source: Sequence[str | PathLike[str]] | _LiveSource, n: int, *, by_bytes: bool, bidirectional: bool, filter: str | None
+    source: Sequence[str | PathLike[str]] | _LiveSource,
+    n: int,
+    *,
+    by_bytes: bool,
+    bidirectional: bool,
+    filter: str | None,
+    progress: _ProgressDisplay | None = None,
 ) -> tuple[list[dict[str, Any]], int, int]: ...
 def read_batches(
     source: str | PathLike[str] | _LiveSource, *, batch_size: int = 65536, filter: str | None = None

@@ -145,7 +145,7 @@ def flow_topn(args: argparse.Namespace) -> int:
     fmt = _choice("format", args.format, FORMATS)
     n = _count("--top", args.top)
     bpf = _filter(args.filter)
-    rows, nflows, npackets = _topn(path, n, by=by, bidirectional=mode == "bidir", filter=bpf)
+    rows, nflows, npackets = _topn(path, n, by=by, bidirectional=mode == "bidir", filter=bpf, progress=True)
     columns = ["proto", "src", "dst", "packets", "bytes"]
     if args.fingerprints is not None:
         _attach_fingerprints(rows, path, args.fingerprints, bpf, bidirectional=mode == "bidir", joined=fmt in ("table", "csv"))
@@ -264,7 +264,7 @@ def stats_of(path: str, bpf: str | None, top: int) -> dict[str, Any]:
 
     import paclo
 
-    t = paclo.project(path, filter=bpf)
+    t = paclo.project(path, filter=bpf, progress=True)
     n = t.num_rows
     caplen = t.column("caplen")
     ts = t.column("ts_ns")

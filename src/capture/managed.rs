@@ -176,7 +176,7 @@ impl Shared {
 }
 
 /// Packets the capture thread reads before handing them to the queue under one lock.
-const PRODUCER_BATCH: usize = 32;
+pub(crate) const PRODUCER_BATCH: usize = 32;
 
 /// The capture thread's side: packets read but not yet offered, and buffers to reuse.
 struct Producer<'a> {
@@ -303,10 +303,12 @@ impl ManagedCapture {
         lp.restart_clock();
         let lp = lp.waker(waker.clone()).wait_slice(config.wait_slice);
         let shared = Arc::new(Shared {
+            // The pool keeps every buffer a full queue needs, so a burst that fills the queue
+            // allocates its buffers once for the capture, not once per burst.
             queue: BoundedQueue::new(
                 config.queue_cap,
                 config.queue_mode,
-                config.queue_cap.min(64) + 2,
+                config.queue_cap.saturating_add(2 * PRODUCER_BATCH),
             ),
             status: Mutex::new(Status {
                 state: State::Running,

@@ -9,6 +9,8 @@
 
 pub mod fanout;
 pub mod handle;
+#[cfg(test)]
+mod live_tests;
 pub mod managed;
 pub mod queue;
 

@@ -165,8 +165,11 @@ impl<T> BoundedQueue<T> {
         c.depth = st.items.len() as u64;
         c.max_depth = c.max_depth.max(c.depth);
         // A waiting consumer is woken once a batch is queued (a full queue always wakes
-        // it); a producer about to wait for input calls `flush` to hand over the rest.
+        // it); a producer about to wait for input calls `flush` to hand over the rest. It is
+        // woken once: until it runs, later items do not signal again (each signal is a
+        // system call).
         if st.consumer_waiting && st.items.len() >= self.wake_batch {
+            st.consumer_waiting = false;
             self.not_empty.notify_one();
         }
         st.pool.pop()
@@ -175,8 +178,9 @@ impl<T> BoundedQueue<T> {
     /// Wake a waiting consumer if anything is queued. A producer calls this before it
     /// waits for more input, so a partial batch is never held back.
     pub fn flush(&self) {
-        let st = self.lock();
+        let mut st = self.lock();
         if st.consumer_waiting && !st.items.is_empty() {
+            st.consumer_waiting = false;
             self.not_empty.notify_one();
         }
     }
@@ -311,6 +315,7 @@ impl<T> BoundedQueue<T> {
                 // Wake a blocked producer only once the queue is half empty, so producer and
                 // consumer do not hand the CPU back and forth for every item.
                 if st.producer_waiting && st.items.len() <= self.capacity / 2 {
+                    st.producer_waiting = false;
                     self.not_full.notify_one();
                 }
                 return Pop::Item(item);

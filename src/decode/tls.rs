@@ -26,7 +26,12 @@ impl<'a> ClientHello<'a> {
     /// Parse a ClientHello from a TCP payload; `None` unless the whole record is present
     /// and it carries an SNI or an ALPN list.
     pub fn parse(payload: &'a [u8]) -> Option<Self> {
-        let hello = Hello::from_record(payload)?;
+        Self::from_hello(Hello::from_record(payload)?)
+    }
+
+    /// The SNI and ALPN of a parsed ClientHello (from a QUIC CRYPTO stream, say); `None`
+    /// unless it carries one of them.
+    pub fn from_hello(hello: Hello<'a>) -> Option<Self> {
         let sni = hello.server_name.and_then(|n| core::str::from_utf8(n).ok());
         let alpn = hello.alpn_list;
         (sni.is_some() || alpn.is_some()).then_some(ClientHello { sni, alpn, hello })

@@ -5,6 +5,13 @@
 //! Only the first [`MAX_INSPECTED`] packets of a flow that carry a TCP or UDP payload are
 //! looked at, each on its own (no TCP reassembly: a ClientHello or an HTTP request split
 //! over segments gives the protocol from its first segment, and no name).
+//!
+//! QUIC (versions 1 and 2): the client's Initial packets are decrypted with the version's
+//! public initial salt and the client's first Destination Connection ID (RFC 9001 §5.2),
+//! and their CRYPTO frames give the ClientHello's SNI and ALPN. A ClientHello spread over
+//! several Initials is collected by offset in one of [`QUIC_PENDING`] buffers shared by the
+//! table (the oldest is given up when more flows need one). The client is the sender of
+//! the flow's first long-header packet.
 
 use std::sync::Arc;
 
@@ -15,9 +22,16 @@ use super::features::{FeatureGroup, PacketView};
 use crate::decode::dns::{Dns, DNS_HEADER_LEN};
 use crate::decode::fastpath::ip_proto;
 use crate::decode::tls::ClientHello;
+use crate::fingerprint::hello::{ClientHello as Hello, HANDSHAKE_HEADER_LEN, HS_CLIENT_HELLO};
+use crate::fingerprint::quic::{self, CryptoStream, Keys};
 
 /// Payload-carrying packets of a flow that are inspected, at most.
 pub const MAX_INSPECTED: u8 = 16;
+
+/// QUIC flows whose ClientHello is being collected over several Initial packets, at most.
+pub const QUIC_PENDING: usize = 16;
+
+const NO_PENDING: u8 = u8::MAX;
 
 /// An application protocol recognised by its payload.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -251,7 +265,7 @@ fn set(s: &mut Option<String>, v: &[u8]) {
 }
 
 /// One flow's hints.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 struct Hints {
     protocol: AppProtocol,
     inspected: u8,
@@ -259,6 +273,86 @@ struct Hints {
     server_name: Option<String>,
     user_agent: Option<String>,
     alpn: Option<String>,
+    /// QUIC: whether the client sends in the flow key's direction.
+    quic_client_forward: bool,
+    /// QUIC: the index of the flow's [`Pending`] ClientHello, or [`NO_PENDING`].
+    quic_pending: u8,
+}
+
+impl Default for Hints {
+    fn default() -> Self {
+        Hints {
+            protocol: AppProtocol::Unknown,
+            inspected: 0,
+            done: false,
+            server_name: None,
+            user_agent: None,
+            alpn: None,
+            quic_client_forward: true,
+            quic_pending: NO_PENDING,
+        }
+    }
+}
+
+/// A QUIC ClientHello being collected: the owner's slot, the client's Initial keys and
+/// the CRYPTO bytes so far.
+struct Pending {
+    owner: usize,
+    since: u64,
+    keys: Keys,
+    crypto: Box<CryptoStream>,
+}
+
+/// What QUIC decryption needs, shared by the flows of a table: allocated on the first
+/// QUIC flow, then reused.
+#[derive(Default)]
+struct Quic {
+    /// Decrypted payload of one packet ([`quic::MAX_PACKET`] bytes once used).
+    plain: Vec<u8>,
+    /// The CRYPTO stream of a flow's first Initial datagram.
+    crypto: Box<CryptoStream>,
+    pending: Vec<Pending>,
+    started: u64,
+}
+
+const FREE: usize = usize::MAX;
+
+impl Quic {
+    /// Give up the pending ClientHello `i` when the flow in `slot` still owns it.
+    fn release(&mut self, i: u8, slot: usize) {
+        if let Some(p) = self.pending.get_mut(usize::from(i)) {
+            if p.owner == slot {
+                p.owner = FREE;
+            }
+        }
+    }
+
+    /// A buffer for the flow in `slot`, which takes over the bytes of [`Self::crypto`]: a
+    /// free one, a new one while fewer than [`QUIC_PENDING`] exist, else the oldest.
+    fn take(&mut self, slot: usize, keys: Keys) -> u8 {
+        self.started += 1;
+        let i = match self.pending.iter().position(|p| p.owner == FREE) {
+            Some(i) => i,
+            None if self.pending.len() < QUIC_PENDING => {
+                self.pending.push(Pending {
+                    owner: FREE,
+                    since: 0,
+                    keys,
+                    crypto: Box::default(),
+                });
+                self.pending.len() - 1
+            }
+            None => (0..self.pending.len())
+                .min_by_key(|&i| self.pending[i].since)
+                .unwrap_or(0),
+        };
+        let p = &mut self.pending[i];
+        p.owner = slot;
+        p.since = self.started;
+        p.keys = keys;
+        std::mem::swap(&mut p.crypto, &mut self.crypto);
+        i as u8
+    }
 }
 
 impl Hints {
@@ -266,6 +360,8 @@ impl Hints {
         self.protocol = AppProtocol::Unknown;
         self.inspected = 0;
         self.done = false;
+        self.quic_client_forward = true;
+        self.quic_pending = NO_PENDING;
         // Keep the strings' buffers: a reused slot fills them without allocating.
         for t in [&mut self.server_name, &mut self.user_agent, &mut self.alpn]
             .into_iter()
@@ -279,28 +375,41 @@ impl Hints {
         s.as_deref().filter(|t| !t.is_empty())
     }
 
-    /// Look at one payload of the flow.
-    fn inspect(&mut self, protocol: u8, p: &[u8], ports: (u16, u16)) {
+    /// The SNI and ALPN of a ClientHello.
+    fn client_hello(&mut self, ch: &ClientHello<'_>) {
+        if let Some(sni) = ch.sni {
+            set(&mut self.server_name, sni.as_bytes());
+        }
+        if ch.has_alpn() {
+            let a = self.alpn.get_or_insert_with(String::new);
+            a.clear();
+            for (i, name) in ch.alpn().enumerate() {
+                if i > 0 {
+                    a.push(',');
+                }
+                a.push_str(name);
+            }
+        }
+    }
+
+    /// Look at one payload of the flow in `slot`; `forward` is its direction.
+    fn inspect(
+        &mut self,
+        protocol: u8,
+        p: &[u8],
+        ports: (u16, u16),
+        at: (usize, bool),
+        q: &mut Quic,
+    ) {
         if self.protocol == AppProtocol::Unknown {
             self.protocol = classify(protocol, p, ports);
+            self.quic_client_forward = at.1;
         }
         match self.protocol {
             AppProtocol::Unknown => {}
             AppProtocol::Tls => {
                 if let Some(ch) = ClientHello::parse(p) {
-                    if let Some(sni) = ch.sni {
-                        set(&mut self.server_name, sni.as_bytes());
-                    }
-                    if ch.has_alpn() {
-                        let a = self.alpn.get_or_insert_with(String::new);
-                        a.clear();
-                        for (i, name) in ch.alpn().enumerate() {
-                            if i > 0 {
-                                a.push(',');
-                            }
-                            a.push_str(name);
-                        }
-                    }
+                    self.client_hello(&ch);
                     self.done = true;
                 }
             }
@@ -326,9 +435,104 @@ impl Hints {
                     self.done = true;
                 }
             }
-            AppProtocol::Quic | AppProtocol::Ssh | AppProtocol::Dhcp | AppProtocol::Ntp => {
+            AppProtocol::Quic => {
+                if at.1 == self.quic_client_forward {
+                    self.quic_datagram(p, at.0, q);
+                }
+            }
+            AppProtocol::Ssh | AppProtocol::Dhcp | AppProtocol::Ntp => {
                 self.done = true;
             }
+        }
+    }
+
+    /// A datagram from the client of a QUIC flow: its (coalesced) Initial packets.
+    fn quic_datagram(&mut self, datagram: &[u8], slot: usize, q: &mut Quic) {
+        let mut off = 0;
+        while off < datagram.len() && !self.done {
+            let pkt = &datagram[off..];
+            let Some(h) = quic::parse_initial(pkt) else {
+                if off == 0 {
+                    // Not an Initial: the client is past them (or it is not one we read).
+                    self.quic_stop(slot, q);
+                }
+                return;
+            };
+            off += h.end;
+            self.quic_initial(pkt, &h, slot, q);
+        }
+    }
+
+    /// Give up the flow's QUIC ClientHello.
+    fn quic_stop(&mut self, slot: usize, q: &mut Quic) {
+        q.release(self.quic_pending, slot);
+        self.quic_pending = NO_PENDING;
+        self.done = true;
+    }
+
+    /// One client Initial packet `pkt` (header `h`).
+    fn quic_initial(&mut self, pkt: &[u8], h: &quic::InitialHeader<'_>, slot: usize, q: &mut Quic) {
+        if q.plain.is_empty() {
+            q.plain.resize(quic::MAX_PACKET, 0);
+        }
+        if self.quic_pending != NO_PENDING {
+            let i = usize::from(self.quic_pending);
+            let Quic { plain, pending, .. } = &mut *q;
+            let Some(p) = pending.get_mut(i).filter(|p| p.owner == slot) else {
+                // Another flow took the buffer over.
+                self.quic_pending = NO_PENDING;
+                self.done = true;
+                return;
+            };
+            let n = quic::decrypt(pkt, h, &p.keys, plain).or_else(|| {
+                // After a Retry the client's Initials use the server's connection ID.
+                let keys = quic::initial_keys(h.version, h.dcid, false)?;
+                let n = quic::decrypt(pkt, h, &keys, plain)?;
+                p.keys = keys;
+                Some(n)
+            });
+            let Some(n) = n else {
+                return;
+            };
+            if quic::crypto_frames(&plain[..n], |o, d| p.crypto.add(o, d)).is_none() {
+                return self.quic_stop(slot, q);
+            }
+            if let Some(msg) = p.crypto.first_message() {
+                self.quic_client_hello(msg);
+                self.quic_stop(slot, q);
+            }
+            return;
+        }
+        let Some(keys) = quic::initial_keys(h.version, h.dcid, false) else {
+            return self.quic_stop(slot, q);
+        };
+        let Quic { plain, crypto, .. } = &mut *q;
+        let Some(n) = quic::decrypt(pkt, h, &keys, plain) else {
+            return self.quic_stop(slot, q);
+        };
+        crypto.clear();
+        if quic::crypto_frames(&plain[..n], |o, d| crypto.add(o, d)).is_none() {
+            return self.quic_stop(slot, q);
+        }
+        if let Some(msg) = crypto.first_message() {
+            self.quic_client_hello(msg);
+            return self.quic_stop(slot, q);
+        }
+        // The rest of the ClientHello comes in later Initials.
+        self.quic_pending = q.take(slot, keys);
+    }
+
+    /// The SNI and ALPN of the first handshake message of a QUIC client's CRYPTO stream.
+    fn quic_client_hello(&mut self, msg: &[u8]) {
+        if msg.first() != Some(&HS_CLIENT_HELLO) {
+            return;
+        }
+        let ch = msg
+            .get(HANDSHAKE_HEADER_LEN..)
+            .and_then(|body| Hello::parse_body(body, false))
+            .and_then(ClientHello::from_hello);
+        if let Some(ch) = ch {
+            self.client_hello(&ch);
         }
     }
 }
@@ -338,6 +542,7 @@ impl Hints {
 #[derive(Default)]
 pub struct AppHints {
     flows: Vec<Hints>,
+    quic: Quic,
 }
 
 impl FeatureGroup for AppHints {
@@ -352,7 +557,10 @@ impl FeatureGroup for AppHints {
 
     fn open(&mut self, slot: usize) {
         match self.flows.get_mut(slot) {
-            Some(h) => h.reset(),
+            Some(h) => {
+                self.quic.release(h.quic_pending, slot);
+                h.reset();
+            }
             None => self.flows.push(Hints::default()),
         }
     }
@@ -369,7 +577,24 @@ impl FeatureGroup for AppHints {
         }
         h.inspected += 1;
         let f = p.fields;
-        h.inspect(f.protocol, payload, (f.src_port, f.dst_port));
+        let ports = (f.src_port, f.dst_port);
+        h.inspect(
+            f.protocol,
+            payload,
+            ports,
+            (slot, p.forward),
+            &mut self.quic,
+        );
+        if h.inspected == MAX_INSPECTED {
+            h.quic_stop(slot, &mut self.quic);
+        }
+    }
+
+    fn close(&mut self, slot: usize) {
+        if let Some(h) = self.flows.get_mut(slot) {
+            self.quic.release(h.quic_pending, slot);
+            h.quic_pending = NO_PENDING;
+        }
     }
 
     fn columns(&self, slots: &[u32], out: &mut Vec<ArrayRef>) {
@@ -407,9 +632,10 @@ mod tests {
 
     fn hints(protocol: u8, payloads: &[&[u8]], ports: (u16, u16)) -> Hints {
         let mut h = Hints::default();
+        let mut q = Quic::default();
         for p in payloads {
             if !h.done {
-                h.inspect(protocol, p, ports);
+                h.inspect(protocol, p, ports, (0, true), &mut q);
             }
         }
         h

@@ -531,57 +531,101 @@ impl FeatureGroup for Statistical {
     }
 
     fn columns(&self, slots: &[u32], out: &mut Vec<ArrayRef>) {
-        let rows = || slots.iter().map(|&s| &self.flows[s as usize]);
-        for piat in [false, true] {
-            for &(_, part) in self.prefixes() {
-                let m = move |s: &FlowStatState| match (part, piat) {
-                    (Part::Whole, false) => s.ps(),
-                    (Part::Whole, true) => s.piat,
-                    (Part::Dir(d), false) => s.dirs[d].ps,
-                    (Part::Dir(d), true) => s.dirs[d].piat,
-                };
-                if piat {
-                    out.push(nullable::<Int64Type>(rows().map(|s| m(s).min())));
-                } else {
-                    out.push(nullable::<UInt32Type>(
-                        rows().map(|s| m(s).min().map(|v| v as u32)),
-                    ));
+        // One pass over the flows' states (they are large and scattered; a pass per
+        // column would read them some fifty times), then the columns in order.
+        let parts = self.prefixes();
+        let n = slots.len();
+        let moments =
+            || -> Vec<MomentColumns> { parts.iter().map(|_| MomentColumns::new(n)).collect() };
+        let (mut ps, mut piat) = (moments(), moments());
+        let mut flags: Vec<Vec<u64>> = (0..parts.len() * FLAG_COLUMNS.len())
+            .map(|_| Vec::with_capacity(n))
+            .collect();
+        let times = if self.bidirectional { 6 } else { 0 };
+        let mut ts: Vec<Vec<Option<i64>>> = (0..times).map(|_| Vec::with_capacity(n)).collect();
+        for &slot in slots {
+            let s = &self.flows[slot as usize];
+            for (k, &(_, part)) in parts.iter().enumerate() {
+                match part {
+                    Part::Whole => {
+                        ps[k].push(&s.ps());
+                        piat[k].push(&s.piat);
+                    }
+                    Part::Dir(d) => {
+                        ps[k].push(&s.dirs[d].ps);
+                        piat[k].push(&s.dirs[d].piat);
+                    }
                 }
-                out.push(nullable::<Float64Type>(rows().map(|s| m(s).mean())));
-                out.push(nullable::<Float64Type>(rows().map(|s| m(s).stddev())));
-                if piat {
-                    out.push(nullable::<Int64Type>(rows().map(|s| m(s).max())));
-                } else {
-                    out.push(nullable::<UInt32Type>(
-                        rows().map(|s| m(s).max().map(|v| v as u32)),
-                    ));
+                for (j, (_, bit)) in FLAG_COLUMNS.iter().enumerate() {
+                    let i = bit.trailing_zeros() as usize;
+                    flags[k * FLAG_COLUMNS.len() + j].push(match part {
+                        Part::Whole => s.dirs[0].flags[i] + s.dirs[1].flags[i],
+                        Part::Dir(d) => s.dirs[d].flags[i],
+                    });
+                }
+            }
+            if self.bidirectional {
+                for (d, dir) in s.dirs.iter().enumerate() {
+                    let seen = dir.ps.n > 0;
+                    ts[3 * d].push(seen.then_some(dir.first_ts));
+                    ts[3 * d + 1].push(seen.then_some(dir.last_ts));
+                    ts[3 * d + 2].push(seen.then(|| dir.last_ts.saturating_sub(dir.first_ts)));
                 }
             }
         }
-        for &(_, part) in self.prefixes() {
-            for (_, bit) in FLAG_COLUMNS {
-                let i = bit.trailing_zeros() as usize;
-                out.push(dense::<UInt64Type>(rows().map(|s| match part {
-                    Part::Whole => s.dirs[0].flags[i] + s.dirs[1].flags[i],
-                    Part::Dir(d) => s.dirs[d].flags[i],
-                })));
-            }
+        for m in ps {
+            m.write(true, out);
         }
-        if self.bidirectional {
-            for d in [0, 1] {
-                let seen = move |s: &FlowStatState| s.dirs[d].ps.n > 0;
-                let dir = move |s: &FlowStatState| s.dirs[d];
-                out.push(nullable::<Int64Type>(
-                    rows().map(|s| seen(s).then(|| dir(s).first_ts)),
-                ));
-                out.push(nullable::<Int64Type>(
-                    rows().map(|s| seen(s).then(|| dir(s).last_ts)),
-                ));
-                out.push(nullable::<Int64Type>(rows().map(|s| {
-                    seen(s).then(|| dir(s).last_ts.saturating_sub(dir(s).first_ts))
-                })));
-            }
+        for m in piat {
+            m.write(false, out);
         }
+        for f in flags {
+            out.push(dense::<UInt64Type>(f.into_iter()));
+        }
+        for t in ts {
+            out.push(nullable::<Int64Type>(t.into_iter()));
+        }
+    }
+}
+
+/// The min, mean, stddev and max columns of one set of moments, row by row.
+struct MomentColumns {
+    min: Vec<Option<i64>>,
+    mean: Vec<Option<f64>>,
+    stddev: Vec<Option<f64>>,
+    max: Vec<Option<i64>>,
+}
+
+impl MomentColumns {
+    fn new(n: usize) -> Self {
+        MomentColumns {
+            min: Vec::with_capacity(n),
+            mean: Vec::with_capacity(n),
+            stddev: Vec::with_capacity(n),
+            max: Vec::with_capacity(n),
+        }
+    }
+
+    fn push(&mut self, m: &Moments) {
+        self.min.push(m.min());
+        self.mean.push(m.mean());
+        self.stddev.push(m.stddev());
+        self.max.push(m.max());
+    }
+
+    /// The four columns; sizes (`ps`) as UInt32, times as Int64.
+    fn write(self, ps: bool, out: &mut Vec<ArrayRef>) {
+        let ends = |v: Vec<Option<i64>>| {
+            if ps {
+                nullable::<UInt32Type>(v.into_iter().map(|x| x.map(|x| x as u32)))
+            } else {
+                nullable::<Int64Type>(v.into_iter())
+            }
+        };
+        out.push(ends(self.min));
+        out.push(nullable::<Float64Type>(self.mean.into_iter()));
+        out.push(nullable::<Float64Type>(self.stddev.into_iter()));
+        out.push(ends(self.max));
     }
 }
 

@@ -148,7 +148,7 @@ fn ssh(c: &mut Conn, t0: i64, n: usize, fin: bool) {
     }
 }
 
-fn quic_packet(name: &str) -> Vec<u8> {
+pub(super) fn quic_packet(name: &str) -> Vec<u8> {
     let path = format!(
         "{}/src/fingerprint/testdata/{name}.hex",
         env!("CARGO_MANIFEST_DIR")
@@ -397,6 +397,24 @@ fn a_long_flow_feeds_the_state_machine_its_first_packets_only() {
     }
 }
 
+/// Rounds `from..from + rounds` of `round` (Ethernet frames at their times), one second
+/// apart, the expired rows discarded after each.
+pub(super) fn replay(t: &mut FlowTable, round: &[(i64, Vec<u8>)], from: usize, rounds: usize) {
+    for r in from..from + rounds {
+        for (ts, d) in round {
+            let p = crate::RawPacket {
+                ts_ns: r as i64 * 1_000 * MS + ts,
+                caplen: d.len() as u32,
+                wirelen: d.len() as u32,
+                linktype: 1,
+                data: d,
+            };
+            t.push(&p);
+        }
+        t.discard_expired();
+    }
+}
+
 #[test]
 fn fingerprint_columns_allocate_nothing_per_packet_once_warm() {
     // Connections that end and start again (100 ms idle timeout, 1 s between rounds), so
@@ -417,21 +435,7 @@ fn fingerprint_columns_allocate_nothing_per_packet_once_warm() {
         ..fingerprint_options(fingerprints::ALL)
     };
     let mut t = FlowTable::new(opts);
-    let play = |t: &mut FlowTable, from: usize, rounds: usize| {
-        for r in from..from + rounds {
-            for (ts, d) in &round {
-                let p = crate::RawPacket {
-                    ts_ns: r as i64 * 1_000 * MS + ts,
-                    caplen: d.len() as u32,
-                    wirelen: d.len() as u32,
-                    linktype: 1,
-                    data: d,
-                };
-                t.push(&p);
-            }
-            t.discard_expired();
-        }
-    };
+    let play = |t: &mut FlowTable, from: usize, rounds: usize| replay(t, &round, from, rounds);
     play(&mut t, 0, 5);
     let before = thread_counts();
     play(&mut t, 5, 200);

@@ -35,10 +35,29 @@ pub use table::{Expiration, FlowOptions, FlowStats, FlowTable, FlowTuple};
 /// chunk.
 pub const CHUNK_RECORDS: u32 = 1 << 16;
 
-/// Asked between chunks of [`CHUNK_RECORDS`] packets, and whenever the source has nothing
-/// ready, whether to end the loop early (a Ctrl-C check, a flag another thread sets).
-/// Shared by the rayon tasks of one call.
-pub type Stop<'a> = &'a (dyn Fn() -> bool + Sync);
+/// What a loop asks between chunks of [`CHUNK_RECORDS`] packets, and whenever the source
+/// has nothing ready: whether to end early (a Ctrl-C check, a flag another thread sets).
+/// Before asking, a loop over a file tells it the bytes read since its last report (for a
+/// progress display). Any `Fn() -> bool` is a check that ignores the bytes.
+pub trait Check: Sync {
+    /// Whether to end the loop now.
+    fn stop(&self) -> bool;
+
+    /// `bytes` more of a file were read (the first report of a pass counts from the file's
+    /// start, its header included).
+    fn read(&self, bytes: u64) {
+        let _ = bytes;
+    }
+}
+
+impl<F: Fn() -> bool + Sync> Check for F {
+    fn stop(&self) -> bool {
+        self()
+    }
+}
+
+/// The check of one call, shared by its rayon tasks.
+pub type Stop<'a> = &'a dyn Check;
 
 /// The [`Stop`] check that never stops.
 pub fn never() -> bool {
@@ -56,7 +75,8 @@ pub enum Walk {
 }
 
 /// Run `f` over every packet of the pass, asking `stop` after every [`CHUNK_RECORDS`]
-/// packets and after every pending step whether to end early.
+/// packets and after every pending step whether to end early; a file's bytes read are
+/// reported to it before each of those questions and at the end.
 ///
 /// # Errors
 /// A source error other than truncation, or a filter error.
@@ -67,9 +87,11 @@ pub fn for_each_packet<S: PacketSource>(
     mut f: impl FnMut(&RawPacket<'_>),
 ) -> Result<Walk> {
     let mut left = CHUNK_RECORDS;
+    let mut reported = 0;
     loop {
         if left == 0 {
-            if stop() {
+            report_read(lp, stop, &mut reported);
+            if stop.stop() {
                 return Ok(Walk::Stopped);
             }
             left = CHUNK_RECORDS;
@@ -78,12 +100,25 @@ pub fn for_each_packet<S: PacketSource>(
         match lp.step()? {
             Step::Packet(pkt) => f(&pkt),
             Step::Pending => {
-                if stop() {
+                report_read(lp, stop, &mut reported);
+                if stop.stop() {
                     return Ok(Walk::Stopped);
                 }
             }
-            Step::End => return Ok(Walk::Done),
+            Step::End => {
+                report_read(lp, stop, &mut reported);
+                return Ok(Walk::Done);
+            }
         }
+    }
+}
+
+/// Tell `stop` how far past `reported` the pass's file has been read (nothing for a
+/// device), and move `reported` there.
+fn report_read<S: PacketSource>(lp: &SourceLoop<S>, stop: Stop<'_>, reported: &mut u64) {
+    if let Some((at, _)) = lp.source().progress() {
+        stop.read(at.saturating_sub(*reported));
+        *reported = at;
     }
 }
 
@@ -422,6 +457,10 @@ mod agreement_tests;
 mod fingerprint_tests;
 #[cfg(test)]
 mod meter_tests;
+#[cfg(test)]
+mod progress_tests;
+#[cfg(test)]
+mod quic_hints_tests;
 #[cfg(test)]
 pub(crate) mod testdata;
 #[cfg(test)]

@@ -395,7 +395,7 @@ pub fn run(cfg: &Config, interrupted: Stop<'_>) -> Result<Report, GeneratorError
         barrier.wait();
         let mut was_interrupted = false;
         while !handles.iter().all(|h| h.is_finished()) {
-            if !was_interrupted && interrupted() {
+            if !was_interrupted && interrupted.stop() {
                 was_interrupted = true;
                 stop.store(true, Ordering::Relaxed);
             }

@@ -17,6 +17,7 @@ use pyo3::types::{PyDict, PyTuple, PyType};
 use pyo3::PyTraverseError;
 
 use super::convert::options::{limits, LiveArg};
+use super::convert::packet::{Packet, PacketPool};
 use super::convert::stats::{pcap_dict, queue_dict, stats_dict};
 use super::convert::{generic_alias, to_python, DecodeMode};
 use super::error::{
@@ -31,12 +32,15 @@ use crate::stats::{Failure, StopReason};
 
 /// Longest wait on the queue without checking for signals.
 pub const POP_SLICE: Duration = Duration::from_millis(50);
+/// Free buffers a capture keeps for its raw packets (more are freed).
+const POOL_CAP: usize = 256;
 /// How long `close` waits for the capture thread.
 pub const CLOSE_TIMEOUT: Duration = crate::capture::managed::CLOSE_TIMEOUT;
 
 struct Consumer {
     finished: bool,
     matched: bool,
+    /// A buffer to give back to the queue at the next pop (decoded modes: the last packet's).
     recycle: Option<OwnedPacket>,
     /// Calls of `__next__`, to check for signals every [`QUEUE_SIGNAL_CHECK_EVERY`].
     calls: u64,
@@ -69,6 +73,8 @@ impl Hooks {
 pub struct Capture {
     core: ManagedCapture,
     mode: DecodeMode,
+    /// The buffers `Packet`s keep (raw mode) and give back when freed.
+    pool: Py<PacketPool>,
     /// Never held while Python code runs: callers take new references and release it.
     hooks: Mutex<Hooks>,
     has_stop_when: bool,
@@ -164,10 +170,7 @@ impl Capture {
         let consumer = self.consumer.try_lock().map_err(|_| {
             PyRuntimeError::new_err("the capture is being iterated; fan_out needs a fresh capture")
         })?;
-        if consumer.finished
-            || consumer.recycle.is_some()
-            || self.fanned_out.swap(true, Ordering::AcqRel)
-        {
+        if consumer.finished || consumer.calls > 0 || self.fanned_out.swap(true, Ordering::AcqRel) {
             return Err(PyRuntimeError::new_err(
                 "the capture was already consumed; fan_out needs a fresh capture",
             ));
@@ -237,7 +240,10 @@ impl Capture {
             }
         }
         loop {
-            let recycle = consumer.recycle.take();
+            let recycle = match self.mode {
+                DecodeMode::Raw => self.pool.get().take(),
+                _ => consumer.recycle.take(),
+            };
             // A packet already queued is taken without releasing the GIL; only a wait releases it.
             let popped = match self.core.pop(Duration::ZERO, recycle) {
                 Pop::Empty => py.detach(|| self.core.pop(POP_SLICE, None)),
@@ -245,9 +251,17 @@ impl Capture {
             };
             match popped {
                 Pop::Item(pkt) => {
-                    let converted = to_python(py, self.mode, &pkt.as_raw());
-                    consumer.recycle = Some(pkt);
-                    let (obj, decode_error) = converted?;
+                    let (obj, decode_error) = match self.mode {
+                        DecodeMode::Raw => {
+                            let p = Packet::from_pooled(py, &self.pool, pkt);
+                            (Bound::new(py, p)?.into_any(), false)
+                        }
+                        _ => {
+                            let converted = to_python(py, self.mode, &pkt.as_raw());
+                            consumer.recycle = Some(pkt);
+                            converted?
+                        }
+                    };
                     self.core.count_processed(decode_error);
                     let pred = if self.has_stop_when {
                         self.hooks
@@ -402,6 +416,7 @@ pub fn open_capture(
     Ok(Capture {
         core,
         mode,
+        pool: Py::new(py, PacketPool::new(POOL_CAP))?,
         has_stop_when: stop_when.is_some(),
         hooks: Mutex::new(Hooks {
             stop_when,

@@ -9,8 +9,9 @@ use pyo3::types::{PyDict, PyList};
 
 use super::convert::options::{LiveArg, SourceArg};
 use super::error::{warn_oversized, warn_truncated};
-use super::gil::interruptible;
+use super::gil::{interruptible, interruptible_progress, WalkProgress};
 use super::interop::ArrowStream;
+use super::progress::ProgressSink;
 use crate::flow::text::{endpoint, proto_name};
 use crate::flow::{
     self, columns, flows_source, project_source, project_source_with_ids, FeatureSpec, FlowOptions,
@@ -43,6 +44,31 @@ pub(crate) fn nonempty(paths: Vec<PathBuf>) -> PyResult<Vec<PathBuf>> {
     Ok(paths)
 }
 
+/// The display for `progress` over `paths` (their total size), or an error for a device,
+/// which has no size to report against.
+fn file_progress(
+    progress: Option<Py<PyAny>>,
+    source: &SourceArg,
+) -> PyResult<Option<WalkProgress>> {
+    let Some(sink) = ProgressSink::new(progress) else {
+        return Ok(None);
+    };
+    match source {
+        SourceArg::Files(paths) => {
+            // A file that cannot be opened fails the walk itself, with its own message.
+            let total = paths
+                .iter()
+                .filter_map(|p| std::fs::metadata(p).ok())
+                .map(|m| m.len())
+                .sum();
+            Ok(WalkProgress::new(Some(sink), total))
+        }
+        SourceArg::Device(_) => Err(PyValueError::new_err(
+            "progress reports the bytes read of capture files; a device has none",
+        )),
+    }
+}
+
 pub(crate) fn positive(name: &str, n: usize) -> PyResult<usize> {
     if n == 0 {
         return Err(PyValueError::new_err(format!(
@@ -58,11 +84,11 @@ pub(crate) fn positive(name: &str, n: usize) -> PyResult<usize> {
 ///
 /// With `flow_id`, files are read in order and a `flow_id` column holds each packet's
 /// flow id in the flow table of the same options (`bidirectional`, timeouts,
-/// `max_flows`).
+/// `max_flows`). `progress` (files only) is told the bytes read of the files' total size.
 #[pyfunction]
 #[pyo3(signature = (
     source, *, filter = None, batch_size = 1_048_576, flow_id = false, bidirectional = false,
-    idle_timeout = None, active_timeout = None, max_flows = None,
+    idle_timeout = None, active_timeout = None, max_flows = None, progress = None,
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn flow_project(
@@ -75,8 +101,10 @@ pub fn flow_project(
     idle_timeout: Option<f64>,
     active_timeout: Option<f64>,
     max_flows: Option<usize>,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<ArrowStream> {
     let batch_size = positive("batch_size", batch_size)?;
+    let progress = file_progress(progress, &source)?;
     let opts = flow_options(
         bidirectional,
         idle_timeout,
@@ -91,7 +119,8 @@ pub fn flow_project(
     let (batches, notices) = match source {
         SourceArg::Files(paths) => {
             let paths = nonempty(paths)?;
-            interruptible(py, paths.len() > 1 && !flow_id, |stop| {
+            let parallel = paths.len() > 1 && !flow_id;
+            interruptible_progress(py, parallel, progress.as_ref(), |stop| {
                 if flow_id {
                     flow::project_files_with_ids(&paths, filter, batch_size, opts, stop)
                 } else {
@@ -165,12 +194,14 @@ fn build_table(
     source: SourceArg,
     filter: Option<String>,
     opts: FlowOptions,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<FlowTable> {
     let filter = filter.as_deref();
+    let progress = file_progress(progress, &source)?;
     let (table, notices) = match source {
         SourceArg::Files(paths) => {
             let paths = nonempty(paths)?;
-            interruptible(py, paths.len() > 1, |stop| {
+            interruptible_progress(py, paths.len() > 1, progress.as_ref(), |stop| {
                 flow::flows_files(&paths, filter, opts, stop)
             })?
         }
@@ -197,11 +228,11 @@ fn device_table(
 }
 
 /// Aggregate the packets of `source` into a flow table (an Arrow stream of one batch),
-/// with the feature groups `features` names.
+/// with the feature groups `features` names; `progress` as for [`flow_project`].
 #[pyfunction]
 #[pyo3(signature = (
     source, *, bidirectional = false, idle_timeout = None, active_timeout = None, filter = None,
-    features = Vec::new(), splt = 10, max_flows = None, flow_id = false,
+    features = Vec::new(), splt = 10, max_flows = None, flow_id = false, progress = None,
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn flow_table(
@@ -215,6 +246,7 @@ pub fn flow_table(
     splt: u32,
     max_flows: Option<usize>,
     flow_id: bool,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<ArrowStream> {
     let opts = flow_options(
         bidirectional,
@@ -226,15 +258,15 @@ pub fn flow_table(
         false,
         flow_id,
     )?;
-    let table = build_table(py, source, filter, opts)?;
+    let table = build_table(py, source, filter, opts, progress)?;
     let batch = py.detach(|| table.to_batch());
     Ok(ArrowStream::from_batches(batch.schema(), vec![batch]))
 }
 
 /// The `n` largest flows as rows `{"flow": {"proto", "src", "dst"}, "packets", "bytes"}`,
-/// plus (flows, packets) totals.
+/// plus (flows, packets) totals; `progress` as for [`flow_project`].
 #[pyfunction]
-#[pyo3(signature = (source, n, *, by_bytes, bidirectional, filter))]
+#[pyo3(signature = (source, n, *, by_bytes, bidirectional, filter, progress = None))]
 pub fn flow_topn<'py>(
     py: Python<'py>,
     source: SourceArg,
@@ -242,12 +274,13 @@ pub fn flow_topn<'py>(
     by_bytes: bool,
     bidirectional: bool,
     filter: Option<String>,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<(Bound<'py, PyList>, usize, u64)> {
     let opts = FlowOptions {
         bidirectional,
         ..Default::default()
     };
-    let table = build_table(py, source, filter, opts)?;
+    let table = build_table(py, source, filter, opts, progress)?;
     let (packets, _) = table.counts();
     let flows = table.len();
     let top: Vec<(FlowTuple, flow::FlowStats)> = py.detach(|| table.top(n, by_bytes));

@@ -1,7 +1,7 @@
 //! The interpreter around native loops: the GIL released around waits and long walks, and
 //! pending signals (Ctrl-C) checked between chunks, so `KeyboardInterrupt` is prompt.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -9,8 +9,10 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
 use crate::error::Result;
-use crate::flow::Stop;
+use crate::flow::{Check, Stop};
 use crate::source::Host;
+
+use super::progress::ProgressSink;
 
 /// Packets a native iterator hands out back to back between two checks for signals: a
 /// consumer written in C (`list(reader)`) runs no Python code that would notice Ctrl-C.
@@ -51,16 +53,70 @@ pub fn interruptible<T: Send>(
     parallel: bool,
     work: impl FnOnce(Stop<'_>) -> Result<Option<T>> + Send,
 ) -> PyResult<T> {
+    interruptible_progress(py, parallel, None, work)
+}
+
+/// A progress display told the bytes a walk over files read, of `total`.
+pub struct WalkProgress {
+    pub sink: ProgressSink,
+    pub total: u64,
+}
+
+impl WalkProgress {
+    /// The display for `sink` (none for `None`) over files of `total` bytes.
+    pub fn new(sink: Option<ProgressSink>, total: u64) -> Option<Self> {
+        sink.map(|sink| WalkProgress { sink, total })
+    }
+}
+
+/// Report `read` bytes to `progress`, if any.
+fn report(py: Python<'_>, progress: Option<&WalkProgress>, read: &AtomicU64) -> PyResult<()> {
+    match progress {
+        Some(p) => p.sink.update(py, read.load(Ordering::Relaxed), p.total),
+        None => Ok(()),
+    }
+}
+
+/// A check that adds the bytes the loops report to `read`, around the stop check `inner`.
+struct Counting<'a, F> {
+    inner: F,
+    read: &'a AtomicU64,
+}
+
+impl<F: Fn() -> bool + Sync> Check for Counting<'_, F> {
+    fn stop(&self) -> bool {
+        (self.inner)()
+    }
+
+    fn read(&self, bytes: u64) {
+        self.read.fetch_add(bytes, Ordering::Relaxed);
+    }
+}
+
+/// [`interruptible`], also telling `progress` the bytes read so far (loops over files
+/// report them once per chunk): where the signals are checked (between chunks, or every
+/// [`SIGNAL_POLL`] with `parallel`), and once more when `work` has returned. An exception
+/// from the display ends the loop as a signal handler's does.
+pub fn interruptible_progress<T: Send>(
+    py: Python<'_>,
+    parallel: bool,
+    progress: Option<&WalkProgress>,
+    work: impl FnOnce(Stop<'_>) -> Result<Option<T>> + Send,
+) -> PyResult<T> {
     let raised: Mutex<Option<PyErr>> = Mutex::new(None);
+    let read = AtomicU64::new(0);
     let result = if parallel {
         let stop = AtomicBool::new(false);
-        let flag = || stop.load(Ordering::Relaxed);
+        let flag = Counting {
+            inner: || stop.load(Ordering::Relaxed),
+            read: &read,
+        };
         let done = AtomicBool::new(false);
         std::thread::scope(|s| {
             let waiter = std::thread::current();
-            let done = &done;
+            let (done, flag) = (&done, &flag);
             let worker = s.spawn(move || {
-                let out = work(&flag);
+                let out = work(flag);
                 // Set before the wake-up, so the waiter does not park again for nothing.
                 done.store(true, Ordering::Release);
                 waiter.unpark();
@@ -68,7 +124,10 @@ pub fn interruptible<T: Send>(
             });
             while !done.load(Ordering::Acquire) && !worker.is_finished() {
                 py.detach(|| std::thread::park_timeout(SIGNAL_POLL));
-                if let Err(e) = py.check_signals() {
+                if let Err(e) = py
+                    .check_signals()
+                    .and_then(|()| report(py, progress, &read))
+                {
                     stop.store(true, Ordering::Relaxed);
                     *raised.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
                     break;
@@ -78,19 +137,27 @@ pub fn interruptible<T: Send>(
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
         })
     } else {
-        let check = || {
-            Python::attach(|py| match py.check_signals() {
-                Ok(()) => false,
-                Err(e) => {
-                    *raised.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
-                    true
-                }
-            })
+        let check = Counting {
+            inner: || {
+                Python::attach(|py| {
+                    match report(py, progress, &read).and_then(|()| py.check_signals()) {
+                        Ok(()) => false,
+                        Err(e) => {
+                            *raised.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                            true
+                        }
+                    }
+                })
+            },
+            read: &read,
         };
         py.detach(|| work(&check))
     };
     if let Some(e) = raised.into_inner().unwrap_or_else(|p| p.into_inner()) {
         return Err(e);
     }
-    result?.ok_or_else(|| PyRuntimeError::new_err("a native loop stopped without a signal"))
+    let out =
+        result?.ok_or_else(|| PyRuntimeError::new_err("a native loop stopped without a signal"))?;
+    report(py, progress, &read)?;
+    Ok(out)
 }

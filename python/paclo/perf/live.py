@@ -47,6 +47,23 @@ def c_peer_for(scenario: str) -> str:
     return "peer-c-libpcap-live-immediate" if SCENARIOS[scenario]["immediate"] else "peer-c-libpcap-live"
 
 
+# The engines that run `paclo.capture()` (a capture thread, a queue, one consumer).
+CAPTURE_ENGINES = ("queue", "managed")
+
+
+def reduce_peer_for(scenario: str) -> str | None:
+    """The `reduce(device=...)` scenario with the same decode and ring as a `capture()`
+    scenario (the yardstick of the managed path's CPU per packet); None when there is none or
+    `scenario` is not a `capture()` scenario."""
+    base = SCENARIOS[scenario]
+    if base["engine"] not in CAPTURE_ENGINES:
+        return None
+    for name, s in SCENARIOS.items():
+        if s["engine"] == "direct" and all(s[k] == base[k] for k in ("decode", "buffer_size", "immediate")):
+            return name
+    return None
+
+
 def senders_for(rate: int, source: str, cpus: int | None = None) -> int:
     """Sender threads: one per `PPS_PER_SENDER` of target, between 1 and the CPU count; 1
     (unused) for external traffic."""

@@ -172,26 +172,34 @@ def _grid(rows: list[tuple[str, ...]], left: int) -> str:
     return "\n".join(lines)
 
 
-def _c_cpu(results: list[dict[str, Any]]) -> dict[tuple[int, str], float]:
-    """(target, C peer) -> median CPU ns per packet of that peer's result."""
+def _cpu_by_target(results: list[dict[str, Any]]) -> dict[tuple[int, str], float]:
+    """(target, scenario) -> median CPU ns per packet of that scenario's result."""
     out = {}
     for r in results:
         cpu = _med(r, "cpu_ns_per_packet")
-        if r["scenario"] in live.C_PEERS and cpu:
+        if cpu:
             out[(r["config"]["target_pps"], r["scenario"])] = cpu
     return out
 
 
+def _ratio(cpu: float | None, base: float | None, digits: int) -> str:
+    return _fmt(cpu / base, digits) if cpu is not None and base else "-"
+
+
 def live_table(results: list[dict[str, Any]]) -> str:
     """Per rate and scenario: target, ring, realized and processed rates, loss, CPU per packet
-    (and as a multiple of plain libpcap's with the same ring at the same target), verdict."""
-    c_cpu = _c_cpu(results)
+    (and as a multiple of plain libpcap's, and for `capture()` of `reduce(device=...)`'s, with
+    the same ring at the same target), verdict."""
+    by_target = _cpu_by_target(results)
     rows: list[tuple[str, ...]] = [("scenario", "ring", "target pps", "realized pps", "processed pps", "loss",
-                                    "CPU us/pkt", "x C CPU", "verdict")]
+                                    "CPU us/pkt", "x C CPU", "x reduce CPU", "verdict")]
     for r in results:
         loss = _med(r, "send_loss_rate")
         cpu = _med(r, "cpu_ns_per_packet")
-        base = c_cpu.get((r["config"]["target_pps"], live.c_peer_for(r["scenario"])))
+        target = r["config"]["target_pps"]
+        base = by_target.get((target, live.c_peer_for(r["scenario"])))
+        peer = live.reduce_peer_for(r["scenario"])
+        reduce_cpu = by_target.get((target, peer)) if peer else None
         sus = r["sustainability"]
         rows.append((
             r["scenario"],
@@ -201,7 +209,8 @@ def live_table(results: list[dict[str, Any]]) -> str:
             _fmt(_med(r, "sustained_processed_pps")),
             "-" if loss is None else f"{loss * 100:.3f}%",
             "-" if cpu is None else f"{cpu / 1000:.2f}",
-            _fmt(cpu / base, 1) if cpu is not None and base else "-",
+            _ratio(cpu, base, 1),
+            _ratio(cpu, reduce_cpu, 2),
             f"{sus['verdict']} {sus['passing_runs']}/{sus['total_runs']}",
         ))
     return _grid(rows, 2)

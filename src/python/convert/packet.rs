@@ -1,13 +1,14 @@
-//! `Packet`: one captured packet as a Python object, its bytes kept in the file's map
-//! until first read.
+//! `Packet`: one captured packet as a Python object. Its bytes stay where they are (the
+//! file's map, or a pooled buffer of a managed capture) until first read.
 
 use std::hash::{Hash, Hasher};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyType};
 
+use crate::capture::OwnedPacket;
 use crate::pcap::GuardedMap;
 use crate::source::RawPacket;
 
@@ -16,8 +17,61 @@ use crate::source::RawPacket;
 #[pyclass(module = "paclo", frozen)]
 pub struct MappedFile(pub Arc<GuardedMap>);
 
+/// The buffers of a managed capture's packets: a `Packet` that owns one gives it back when
+/// it is freed, and the consumer hands it to the capture thread to fill again, so a capture
+/// whose packets are dropped as they go allocates no buffer per packet.
+#[pyclass(module = "paclo", frozen)]
+pub struct PacketPool {
+    free: Mutex<Vec<OwnedPacket>>,
+    cap: usize,
+}
+
+impl PacketPool {
+    /// A pool keeping at most `cap` free buffers.
+    pub fn new(cap: usize) -> PacketPool {
+        PacketPool {
+            free: Mutex::new(Vec::with_capacity(cap)),
+            cap,
+        }
+    }
+
+    /// A free buffer, if one was given back.
+    #[inline]
+    pub fn take(&self) -> Option<OwnedPacket> {
+        self.free.lock().ok()?.pop()
+    }
+
+    /// Keep `buf` for reuse (dropped when the pool is full).
+    #[inline]
+    pub fn give(&self, buf: OwnedPacket) {
+        if let Ok(mut free) = self.free.lock() {
+            if free.len() < self.cap {
+                free.push(buf);
+            }
+        }
+    }
+}
+
+/// A pooled buffer is handed to a `Packet` only while its allocation is at most this many
+/// times its content (plus [`POOLED_SLACK`] bytes); a packet kept by the user then holds
+/// about its own size, not the largest packet its buffer ever carried.
+const POOLED_MAX_WASTE: usize = 2;
+/// Bytes of spare capacity a pooled packet may hold regardless of its size.
+const POOLED_SLACK: usize = 512;
+
+/// Where a packet's bytes are until `data` is first read.
+enum Backing {
+    /// Copied into `data` at creation.
+    Copied,
+    /// At this offset in the mapped file.
+    Mapped(Py<MappedFile>, usize),
+    /// In a buffer of a managed capture's pool, given back when the packet is freed.
+    Pooled(Py<PacketPool>, Vec<u8>),
+}
+
 /// One captured packet. From a file the bytes stay in the shared map until `data` is first
-/// read; from a live capture they are copied at creation.
+/// read; from a managed capture they stay in the capture's buffer; elsewhere they are
+/// copied at creation.
 ///
 /// No `freelist`: pyo3's freelist takes a mutex per allocation and per free, which measured
 /// slower (about 13 ns per packet) than CPython's own allocator.
@@ -31,8 +85,7 @@ pub struct Packet {
     pub(crate) wirelen: u32,
     #[pyo3(get)]
     pub(crate) linktype: u32,
-    /// The mapped file and the offset of the bytes in it (None for owned packets).
-    map: Option<(Py<MappedFile>, usize)>,
+    backing: Backing,
     data: OnceLock<Py<PyBytes>>,
 }
 
@@ -46,7 +99,7 @@ impl Packet {
             caplen: pkt.caplen,
             wirelen: pkt.wirelen,
             linktype: pkt.linktype,
-            map: None,
+            backing: Backing::Copied,
             data,
         }
     }
@@ -63,23 +116,43 @@ impl Packet {
             caplen: pkt.caplen,
             wirelen: pkt.wirelen,
             linktype: pkt.linktype,
-            map: Some((map.clone_ref(py), offset)),
+            backing: Backing::Mapped(map.clone_ref(py), offset),
             data: OnceLock::new(),
         }
     }
 
-    /// The captured bytes, without creating a Python object when they are still mapped.
+    /// A packet that keeps `buf` (a managed capture's buffer) and gives it back to `pool`
+    /// when freed. A buffer much larger than its content is copied from and given back at
+    /// once instead.
+    pub fn from_pooled(py: Python<'_>, pool: &Py<PacketPool>, buf: OwnedPacket) -> Packet {
+        if buf.data.capacity() > POOLED_MAX_WASTE * buf.data.len() + POOLED_SLACK {
+            let p = Packet::from_raw(py, &buf.as_raw());
+            pool.get().give(buf);
+            return p;
+        }
+        Packet {
+            ts_ns: buf.ts_ns,
+            caplen: buf.caplen,
+            wirelen: buf.wirelen,
+            linktype: buf.linktype,
+            backing: Backing::Pooled(pool.clone_ref(py), buf.data),
+            data: OnceLock::new(),
+        }
+    }
+
+    /// The captured bytes, without creating a Python object when they are not copied yet.
     pub(crate) fn with_bytes<R>(&self, py: Python<'_>, f: impl FnOnce(&[u8]) -> R) -> R {
         if let Some(b) = self.data.get() {
             return f(b.bind(py).as_bytes());
         }
-        match &self.map {
-            Some((map, off)) => f(map
+        match &self.backing {
+            Backing::Mapped(map, off) => f(map
                 .get()
                 .0
                 .get(*off..*off + self.caplen as usize)
                 .unwrap_or_default()),
-            None => f(&[]),
+            Backing::Pooled(_, buf) => f(buf),
+            Backing::Copied => f(&[]),
         }
     }
 
@@ -87,6 +160,17 @@ impl Packet {
         self.data
             .get_or_init(|| self.with_bytes(py, |b| PyBytes::new(py, b).unbind()))
             .clone_ref(py)
+    }
+}
+
+impl Drop for Packet {
+    fn drop(&mut self) {
+        if let Backing::Pooled(pool, data) = &mut self.backing {
+            pool.get().give(OwnedPacket {
+                data: std::mem::take(data),
+                ..OwnedPacket::default()
+            });
+        }
     }
 }
 
