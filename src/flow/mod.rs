@@ -96,6 +96,11 @@ pub fn for_each_packet<S: PacketSource>(
             }
             left = CHUNK_RECORDS;
         }
+        let n = lp.burst(left, &mut f);
+        if n > 0 {
+            left -= n;
+            continue;
+        }
         left -= 1;
         match lp.step()? {
             Step::Packet(pkt) => f(&pkt),

@@ -444,3 +444,72 @@ fn timeouts_at_the_ends_of_the_time_range() {
     assert_eq!(rows.iter().map(|r| r.1.packets).sum::<u64>(), 5);
     assert!(rows.len() >= 2, "{rows:?}");
 }
+
+/// `frames` repeated until `count` packets as a classic pcap file (LE, µs), with the
+/// times and lengths of [`Cycle`].
+fn cycle_file(name: &str, frames: &[Vec<u8>], count: usize) -> PathBuf {
+    let mut out = Vec::new();
+    out.extend(0xa1b2_c3d4u32.to_le_bytes());
+    out.extend([2, 0, 4, 0]);
+    out.extend([0; 8]);
+    out.extend(65535u32.to_le_bytes());
+    out.extend(1u32.to_le_bytes());
+    for i in 0..count {
+        let d = &frames[i % frames.len()];
+        out.extend(((i / 1000) as u32).to_le_bytes());
+        out.extend(((i % 1000) as u32 * 1000).to_le_bytes());
+        out.extend((d.len() as u32).to_le_bytes());
+        out.extend((d.len() as u32 + 4).to_le_bytes());
+        out.extend(d);
+    }
+    let dir = std::env::temp_dir().join(format!("paclo-flow-files-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, out).unwrap();
+    path
+}
+
+/// Over a classic file (read in bursts) the table and the projection equal those of the
+/// same packets from an in-memory source, and allocate per flow or batch only.
+#[test]
+fn file_passes_equal_the_packets_and_allocate_per_flow_or_batch() {
+    let frames = udp_frames(100);
+    let batch = 65_536;
+    for count in [20_000, 200_000] {
+        let path = cycle_file(&format!("cycle-{count}.pcap"), &frames, count);
+        let paths = [path.clone()];
+        let cycle = || {
+            Cycle {
+                frames: frames.clone(),
+                count,
+                i: 0,
+            }
+            .pass()
+        };
+        let opts = FlowOptions::default();
+        let mut want = FlowTable::new(opts);
+        flows_source(&mut cycle(), &mut want, &never).unwrap();
+        let before = thread_counts();
+        let (table, notices) = flows_files(&paths, None, opts, &never).unwrap().unwrap();
+        let spent = thread_counts().since(before);
+        assert!(notices.truncated.is_none() && notices.oversized.is_empty());
+        assert_eq!(table.counts(), (count as u64, 0));
+        assert_eq!(table.to_batch(), want.to_batch(), "{count}");
+        // Opening the file and the table's 100 flows: nothing per packet.
+        assert!(spent.allocs < 100, "{count}: {spent:?}");
+
+        let (want, _) = project_source(&mut cycle(), batch, &never)
+            .unwrap()
+            .unwrap();
+        let before = thread_counts();
+        let (got, _) = project_files(&paths, None, batch, &never).unwrap().unwrap();
+        let spent = thread_counts().since(before);
+        assert_eq!(got, want, "{count}");
+        assert!(
+            spent.allocs < 100 * got.len() as u64,
+            "{count}: {spent:?} for {} batches",
+            got.len()
+        );
+        std::fs::remove_file(path).unwrap();
+    }
+}

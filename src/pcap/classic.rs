@@ -188,6 +188,15 @@ impl ClassicCursor {
     /// [`next`](Self::next) reads: the cursor has then not moved.
     #[inline(always)]
     pub fn next_common<'a>(&mut self, buf: &'a [u8]) -> Option<RawPacket<'a>> {
+        let (p, end) = self.peek_common(buf)?;
+        self.step_to(end);
+        Some(p)
+    }
+
+    /// [`next_common`](Self::next_common) without moving the cursor: the record and the
+    /// offset after it, for [`step_to`](Self::step_to).
+    #[inline(always)]
+    pub fn peek_common<'a>(&self, buf: &'a [u8]) -> Option<(RawPacket<'a>, usize)> {
         if self.header.record_header_len != RECORD_HEADER_LEN {
             return None;
         }
@@ -205,16 +214,23 @@ impl ClassicCursor {
             return None;
         }
         let from = start + RECORD_HEADER_LEN;
-        let data = buf.get(from..from + caplen as usize)?;
-        self.offset = from + caplen as usize;
-        self.index += 1;
-        Some(RawPacket {
+        let end = from + caplen as usize;
+        let data = buf.get(from..end)?;
+        let p = RawPacket {
             ts_ns: ts_from_parts(sec, frac, self.unit_ns),
             caplen,
             wirelen,
             linktype: self.header.linktype,
             data,
-        })
+        };
+        Some((p, end))
+    }
+
+    /// Move past the record [`peek_common`](Self::peek_common) read, which ends at `end`.
+    #[inline(always)]
+    pub fn step_to(&mut self, end: usize) {
+        self.offset = end;
+        self.index += 1;
     }
 
     /// [`next`](Self::next) for every record: the end, cut and oversized records and the

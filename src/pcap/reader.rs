@@ -397,6 +397,43 @@ fn release(map: &memmap2::Mmap, from: usize, to: usize) {
 }
 
 impl FileReader {
+    /// Up to `max` records of an unfiltered classic file handed to `f` in one loop: the
+    /// packets and their captured bytes. It reads what [`next_packet`](Self::next_packet)
+    /// reads and stops before any record that needs more than the common path (the end, a
+    /// cut, oversized or modified-format record, pcapng) or more than the guard's one
+    /// probe (the map's last page, a fault): `next_packet` then reads that record.
+    #[inline(always)]
+    pub fn burst<F: FnMut(&RawPacket<'_>)>(&mut self, max: u32, f: &mut F) -> (u32, u64) {
+        let (RecordCursor::Pcap(c), false, None) = (&mut self.cursor, self.done, &self.filter)
+        else {
+            return (0, 0);
+        };
+        let map: &GuardedMap = &self.map;
+        let page = super::guard::page_size();
+        let (mut n, mut bytes) = (0u32, 0u64);
+        while n < max {
+            release_behind(map.mmap(), c.offset(), &mut self.released);
+            let Some((p, end)) = c.peek_common(map) else {
+                break;
+            };
+            // The guard of `read_record`: the first byte of the page after the record
+            // must read (a volatile load), and no page of the map may have faulted.
+            let Some(b) = map.get((end + page - 1) & !(page - 1)) else {
+                break;
+            };
+            // SAFETY: a read of a valid reference to a byte of the map.
+            _ = unsafe { std::ptr::read_volatile(b) };
+            if map.faulted() {
+                break;
+            }
+            c.step_to(end);
+            n += 1;
+            bytes += u64::from(p.caplen);
+            f(&p);
+        }
+        (n, bytes)
+    }
+
     /// [`PacketSource::fetch`] with a filter: records are read until one matches (or
     /// [`SCAN_BUDGET`] did not).
     #[inline(never)]
@@ -446,6 +483,12 @@ impl PacketSource for FileReader {
             return self.fetch_filtered();
         }
         Ok(self.next_packet()?.map_or(Fetch::End, Fetch::Packet))
+    }
+
+    /// Common classic records (see [`FileReader::burst`]).
+    #[inline(always)]
+    fn burst<F: FnMut(&RawPacket<'_>)>(&mut self, max: u32, f: &mut F) -> (u32, u64) {
+        FileReader::burst(self, max, f)
     }
 
     fn info(&self) -> SourceInfo {
@@ -572,6 +615,132 @@ mod tests {
             // Every complete record before the cut was read.
             assert_eq!(read as u64, (cut - 24) / 80, "{name}");
         }
+    }
+
+    /// A burst stops before a file cut under it: every record it hands over is the
+    /// file's, and the record after the last one is `next_packet`'s error.
+    #[test]
+    fn a_burst_stops_at_a_file_truncated_while_read() {
+        let n = 10_000;
+        for (name, cut) in [
+            ("burst-cut-pages.pcap", 4096 * 20),
+            ("burst-cut-mid-page.pcap", 4096 * 20 + 1000),
+            ("burst-cut-last-page.pcap", 24 + 80 * (n as u64) - 100),
+        ] {
+            let path = write_temp(name, &classic_file(n));
+            let mut r = FileReader::open(&path).unwrap();
+            let (first, _) = r.burst(100, &mut |_| {});
+            assert_eq!(first, 100, "{name}");
+            truncate(&path, cut);
+            let (mut read, mut bursts) = (100u64, 0);
+            let err = loop {
+                let (got, bytes) = r.burst(u32::MAX, &mut |p| assert_eq!(p.caplen, 64));
+                assert_eq!(bytes, 64 * u64::from(got));
+                read += u64::from(got);
+                bursts += u32::from(got > 0);
+                match r.next_packet() {
+                    Ok(Some(_)) => read += 1,
+                    Ok(None) => panic!("{name}: the end, after {read} packets, no error"),
+                    Err(e) => break e,
+                }
+            };
+            assert!(bursts > 0, "{name}");
+            assert!(
+                err.to_string()
+                    .contains("the file changed while it was read"),
+                "{name}: {err}"
+            );
+            assert_eq!(read, (cut - 24) / 80, "{name}");
+            assert_eq!(r.burst(u32::MAX, &mut |_| {}), (0, 0), "{name}: done");
+        }
+    }
+
+    /// A classic file of records of `lens` bytes (wirelen = caplen + 1), snaplen
+    /// `snaplen`, in either byte order.
+    fn records_file(lens: &[u32], snaplen: u32, big: bool) -> Vec<u8> {
+        let w = |v: u32| {
+            if big {
+                v.to_be_bytes()
+            } else {
+                v.to_le_bytes()
+            }
+        };
+        let mut out = Vec::new();
+        out.extend(w(0xa1b2_c3d4));
+        out.extend(if big { [0, 2, 0, 4] } else { [2, 0, 4, 0] });
+        out.extend([0; 8]);
+        out.extend(w(snaplen));
+        out.extend(w(1));
+        for (i, &len) in lens.iter().enumerate() {
+            out.extend(w(1_700_000_000 + i as u32));
+            out.extend(w(i as u32 * 7));
+            out.extend(w(len));
+            out.extend(w(len + 1));
+            out.extend((0..len).map(|b| (b as usize + i) as u8));
+        }
+        out
+    }
+
+    /// Bursts and single records together read exactly what `next_packet` reads: both
+    /// byte orders, records above the snaplen in between, a cut last record; a filter
+    /// and pcapng leave bursts out.
+    #[test]
+    fn bursts_read_what_next_packet_reads() {
+        type Rec = (i64, u32, u32, Vec<u8>);
+        let rec = |p: &RawPacket<'_>| (p.ts_ns, p.caplen, p.wirelen, p.data.to_vec());
+        let lens: Vec<u32> = (0..3000).map(|i| [60, 0, 1500, 61, 33][i % 5]).collect();
+        for (name, snaplen, big, cut) in [
+            ("burst-le.pcap", 65535, false, 0),
+            ("burst-be.pcap", 65535, true, 0),
+            ("burst-oversized.pcap", 1000, false, 0),
+            ("burst-cut.pcap", 65535, true, 700),
+        ] {
+            let mut bytes = records_file(&lens, snaplen, big);
+            bytes.truncate(bytes.len() - cut);
+            let path = write_temp(name, &bytes);
+            let mut r = FileReader::open(&path).unwrap();
+            let (mut want, mut want_err): (Vec<Rec>, _) = (Vec::new(), None);
+            loop {
+                match r.next_packet() {
+                    Ok(Some(p)) => want.push(rec(&p)),
+                    Ok(None) => break,
+                    Err(e) => {
+                        want_err = Some(e.to_string());
+                        break;
+                    }
+                }
+            }
+            let want_oversized = *r.oversized();
+            let mut r = FileReader::open(&path).unwrap();
+            let (mut got, mut got_err, mut burst): (Vec<Rec>, _, u64) = (Vec::new(), None, 0);
+            loop {
+                let (n, b) = r.burst(97, &mut |p| got.push(rec(p)));
+                let sum: u64 = got[got.len() - n as usize..]
+                    .iter()
+                    .map(|g| u64::from(g.1))
+                    .sum();
+                assert_eq!(b, sum, "{name}");
+                burst += u64::from(n);
+                match r.next_packet() {
+                    Ok(Some(p)) => got.push(rec(&p)),
+                    Ok(None) => break,
+                    Err(e) => {
+                        got_err = Some(e.to_string());
+                        break;
+                    }
+                }
+            }
+            assert_eq!(got, want, "{name}");
+            assert_eq!(got_err, want_err, "{name}");
+            assert_eq!(want_err.is_some(), cut > 0, "{name}");
+            assert!(burst > want.len() as u64 / 2, "{name}: {burst} in bursts");
+            assert_eq!(r.oversized(), &want_oversized, "{name}");
+            assert_eq!(want_oversized.count > 0, snaplen < 1500, "{name}");
+        }
+        let path = write_temp("burst-filtered.pcap", &classic_file(10));
+        let mut r = FileReader::open(&path).unwrap();
+        r.install_filter("udp").unwrap();
+        assert_eq!(r.burst(u32::MAX, &mut |_| {}), (0, 0));
     }
 
     /// A file that grows while read is read to the size it had when opened.

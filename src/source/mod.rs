@@ -182,6 +182,19 @@ pub trait PacketSource: Send {
     /// # Errors
     /// [`Error::Filter`](crate::Error::Filter) when the expression does not compile.
     fn install_filter(&mut self, expr: &str) -> Result<()>;
+
+    /// Up to `max` packets handed straight to `f`, without a [`Fetch`] per packet: the
+    /// packets and their captured bytes. A source stops a burst before anything out of
+    /// the ordinary (the end, an error, a filter, an unusual record), which the next
+    /// [`fetch`](Self::fetch) reads; `(0, 0)` (the default) means "fetch instead".
+    #[inline(always)]
+    fn burst<F: FnMut(&RawPacket<'_>)>(&mut self, max: u32, f: &mut F) -> (u32, u64)
+    where
+        Self: Sized,
+    {
+        let _ = (max, f);
+        (0, 0)
+    }
 }
 
 impl<S: PacketSource + ?Sized> PacketSource for Box<S> {

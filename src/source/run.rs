@@ -320,6 +320,30 @@ impl<S: PacketSource> SourceLoop<S> {
         }
     }
 
+    /// Up to `max` packets handed to `f` through the source's [`PacketSource::burst`],
+    /// counted as [`step`](Self::step) counts them: how many. 0 when the next packet needs
+    /// a step (the loop needs attention, a packet or time limit is set, or the source has
+    /// no burst now).
+    #[inline(always)]
+    pub fn burst<F: FnMut(&RawPacket<'_>)>(&mut self, max: u32, f: &mut F) -> u32
+    where
+        S: Sized,
+    {
+        if self.status.attention
+            || self.clock.limits.max_packets.is_some()
+            || self.clock.limits.max_time.is_some()
+        {
+            return 0;
+        }
+        let (n, bytes) = self.source.burst(max, f);
+        if n > 0 {
+            self.clock.count += u64::from(n);
+            self.clock.idle_since = None;
+            self.status.bytes += bytes;
+        }
+        n
+    }
+
     /// What [`step`](Self::step) does before a fetch when `status.attention` is set: `false`
     /// when the pass has ended (or ends now, at a limit), else `true` (after waiting for the
     /// device).
