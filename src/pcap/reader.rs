@@ -698,43 +698,34 @@ mod tests {
             let mut bytes = records_file(&lens, snaplen, big);
             bytes.truncate(bytes.len() - cut);
             let path = write_temp(name, &bytes);
-            let mut r = FileReader::open(&path).unwrap();
-            let (mut want, mut want_err): (Vec<Rec>, _) = (Vec::new(), None);
-            loop {
-                match r.next_packet() {
-                    Ok(Some(p)) => want.push(rec(&p)),
-                    Ok(None) => break,
-                    Err(e) => {
-                        want_err = Some(e.to_string());
-                        break;
+            // Every record, with bursts of up to 97 between single reads or without.
+            let read = |burst_max: u32| {
+                let mut r = FileReader::open(&path).unwrap();
+                let (mut recs, mut burst): (Vec<Rec>, u64) = (Vec::new(), 0);
+                let err = loop {
+                    let (n, b) = r.burst(burst_max, &mut |p| recs.push(rec(p)));
+                    let sum: u64 = recs[recs.len() - n as usize..]
+                        .iter()
+                        .map(|g| u64::from(g.1))
+                        .sum();
+                    assert_eq!(b, sum, "{name}");
+                    burst += u64::from(n);
+                    match r.next_packet() {
+                        Ok(Some(p)) => recs.push(rec(&p)),
+                        Ok(None) => break None,
+                        Err(e) => break Some(e.to_string()),
                     }
-                }
-            }
-            let want_oversized = *r.oversized();
-            let mut r = FileReader::open(&path).unwrap();
-            let (mut got, mut got_err, mut burst): (Vec<Rec>, _, u64) = (Vec::new(), None, 0);
-            loop {
-                let (n, b) = r.burst(97, &mut |p| got.push(rec(p)));
-                let sum: u64 = got[got.len() - n as usize..]
-                    .iter()
-                    .map(|g| u64::from(g.1))
-                    .sum();
-                assert_eq!(b, sum, "{name}");
-                burst += u64::from(n);
-                match r.next_packet() {
-                    Ok(Some(p)) => got.push(rec(&p)),
-                    Ok(None) => break,
-                    Err(e) => {
-                        got_err = Some(e.to_string());
-                        break;
-                    }
-                }
-            }
+                };
+                (recs, err, burst, *r.oversized())
+            };
+            let (want, want_err, none, want_oversized) = read(0);
+            assert_eq!(none, 0, "{name}");
+            let (got, got_err, burst, oversized) = read(97);
+            assert_eq!(oversized, want_oversized, "{name}");
             assert_eq!(got, want, "{name}");
             assert_eq!(got_err, want_err, "{name}");
             assert_eq!(want_err.is_some(), cut > 0, "{name}");
             assert!(burst > want.len() as u64 / 2, "{name}: {burst} in bursts");
-            assert_eq!(r.oversized(), &want_oversized, "{name}");
             assert_eq!(want_oversized.count > 0, snaplen < 1500, "{name}");
         }
         let path = write_temp("burst-filtered.pcap", &classic_file(10));
