@@ -13,6 +13,7 @@ import pytest
 from _foundation_util import Ng, keyboard_interrupt_after
 
 import paclo
+from paclo import _paclo
 from paclo.perf import datasets
 
 
@@ -54,7 +55,7 @@ def spanning(tmp_path_factory) -> pathlib.Path:
 @pytest.mark.parametrize("filter", [None, "tcp or arp"])
 def test_flows_of_threads_equal_one_thread(spanning, bidirectional, filter):
     want = paclo.flows(spanning, bidirectional=bidirectional, filter=filter, flow_id=True, threads=1)
-    assert want.num_rows > 300
+    assert want.num_rows >= 150
     for threads in (2, 3, 4, None):
         got = paclo.flows(spanning, bidirectional=bidirectional, filter=filter, flow_id=True, threads=threads)
         assert got.equals(want), threads
@@ -111,6 +112,28 @@ def test_threads_of_another_type_is_a_type_error(spanning, bad):
 def test_threads_on_a_device_is_a_value_error():
     with pytest.raises(ValueError, match="threads applies to capture files"):
         paclo.flows(device="lo", duration=0.01, threads=2)
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.updates: list[tuple[float, float | None]] = []
+
+    def update(self, done: float, total: float | None = None) -> None:
+        self.updates.append((done, total))
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("call", ["flow_table", "flow_project"])
+def test_progress_of_threads_adds_up_to_the_file(spanning, call):
+    # The parts report their own bytes (the first part's include the file header).
+    rec = _Recorder()
+    getattr(_paclo, call)([str(spanning)], progress=rec, threads=3)
+    size = spanning.stat().st_size
+    done = [d for d, _ in rec.updates]
+    assert rec.updates and all(t == size for _, t in rec.updates)
+    assert done == sorted(done) and done[-1] == size, done
 
 
 def test_ctrl_c_interrupts_every_thread(tmp_path):

@@ -310,6 +310,28 @@ pub fn run_parts<T: Send>(
     Ok(Joined::Parts(out, notices))
 }
 
+/// The result of one file read in parts by `threads` threads: `work` over each part,
+/// `join` of the parts' results in file order; `one` (the single-threaded call) when the
+/// file is not split or a boundary was not a record start.
+fn in_parts<T: Send, R>(
+    path: &Path,
+    filter: Option<&str>,
+    threads: usize,
+    stop: Stop<'_>,
+    one: impl FnOnce() -> Result<Option<R>>,
+    work: impl Fn(&mut SourceLoop<Part>, Stop<'_>) -> Result<Option<(T, Notices)>> + Sync,
+    join: impl FnOnce(Vec<T>, Notices) -> R,
+) -> Result<Option<R>> {
+    let Some(parts) = split_file(path, threads)? else {
+        return one();
+    };
+    match run_parts(path, filter, &parts, stop, work)? {
+        Joined::Parts(values, notices) => Ok(Some(join(values, notices))),
+        Joined::Stopped => Ok(None),
+        Joined::Misaligned => one(),
+    }
+}
+
 /// [`flows_files`] of one file with `threads` threads (see the module: tables with
 /// timeouts, `max_flows` or features, pcapng and small files are read on one thread).
 /// `None` if `stop` ended the walk early.
@@ -327,27 +349,20 @@ pub fn flows_file(
     if opts.ordered() {
         return one();
     }
-    let Some(parts) = split_file(path, threads)? else {
-        return one();
-    };
-    let joined = run_parts(path, filter, &parts, stop, |lp, stop| {
+    let work = |lp: &mut SourceLoop<Part>, stop: Stop<'_>| {
         let mut t = FlowTable::new(opts);
         Ok(match flows_source(lp, &mut t, stop)? {
             Walk::Done => Some((t, Notices::of(lp))),
             Walk::Stopped => None,
         })
-    })?;
-    match joined {
-        Joined::Parts(tables, notices) => {
-            let mut table = FlowTable::new(opts);
-            for t in tables {
-                table.merge(t);
-            }
-            Ok(Some((table, notices)))
+    };
+    in_parts(path, filter, threads, stop, one, work, |tables, notices| {
+        let mut table = FlowTable::new(opts);
+        for t in tables {
+            table.merge(t);
         }
-        Joined::Stopped => Ok(None),
-        Joined::Misaligned => one(),
-    }
+        (table, notices)
+    })
 }
 
 /// [`project_files`] of one file with `threads` threads: the parts' batches in file
@@ -364,20 +379,15 @@ pub fn project_file(
     stop: Stop<'_>,
 ) -> Result<Option<Batches>> {
     let one = || project_files(std::slice::from_ref(path), filter, batch_size, stop);
-    let Some(parts) = split_file(path, threads)? else {
-        return one();
-    };
-    let joined = run_parts(path, filter, &parts, stop, |lp, stop| {
+    let work = |lp: &mut SourceLoop<Part>, stop: Stop<'_>| {
         // A record takes at least 16 bytes: no batch needs more rows than that allows.
         let (start, end) = (lp.source().base, lp.source().end);
         let rows = usize::try_from((end - start) / 16 + 1).unwrap_or(usize::MAX);
         project_source(lp, batch_size.min(rows), stop)
-    })?;
-    match joined {
-        Joined::Parts(parts, notices) => Ok(Some((parts.into_iter().flatten().collect(), notices))),
-        Joined::Stopped => Ok(None),
-        Joined::Misaligned => one(),
-    }
+    };
+    in_parts(path, filter, threads, stop, one, work, |parts, notices| {
+        (parts.into_iter().flatten().collect(), notices)
+    })
 }
 
 #[cfg(test)]

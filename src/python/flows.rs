@@ -295,6 +295,7 @@ pub fn flow_table(
 /// plus (flows, packets) totals; `progress` as for [`flow_project`].
 #[pyfunction]
 #[pyo3(signature = (source, n, *, by_bytes, bidirectional, filter, progress = None, threads = None))]
+#[allow(clippy::too_many_arguments)]
 pub fn flow_topn<'py>(
     py: Python<'py>,
     source: SourceArg,
