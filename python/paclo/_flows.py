@@ -184,8 +184,9 @@ def project(
     bytes read of the files' total size (files only).
 
     ``threads`` reads one classic pcap file with that many threads (``None``: every core;
-    ``1``: one thread); the rows are those of one thread (see docs/flows.md, "Threads").
-    With ``flow_id=True``, a pcapng file or a list of files it has no effect.
+    ``1``: one thread); the rows and flow ids are those of one thread (see docs/flows.md,
+    "Threads"). A pcapng file, a list of files, and ``flow_id=True`` with timeouts or
+    ``max_flows`` are read as with one thread.
     """
     _check_view(view)
     check_bool("flow_id", flow_id)

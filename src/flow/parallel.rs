@@ -18,9 +18,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use arrow_array::cast::AsArray;
+use arrow_array::types::UInt64Type;
+use arrow_array::{RecordBatch, UInt64Array};
+
 use super::{
-    flows_files, flows_source, project_files, project_source, Batches, FlowOptions, FlowTable,
-    Notices, Stop, Table, Walk,
+    flows_files, flows_source, project_files, project_files_with_ids, project_source,
+    project_source_with_ids, Batches, FlowOptions, FlowTable, Notices, Stop, Table, Walk,
 };
 use crate::decode::link::LINKTYPE_ETHERNET;
 use crate::error::{Error, Result};
@@ -310,6 +314,13 @@ pub fn run_parts<T: Send>(
     Ok(Joined::Parts(out, notices))
 }
 
+/// The rows of a batch of the part `lp` reads: `batch_size`, or fewer when the part
+/// cannot hold that many records (a record takes at least 16 bytes).
+fn part_rows(lp: &SourceLoop<Part>, batch_size: usize) -> usize {
+    let (start, end) = (lp.source().base, lp.source().end);
+    batch_size.min(usize::try_from((end - start) / 16 + 1).unwrap_or(usize::MAX))
+}
+
 /// The result of one file read in parts by `threads` threads: `work` over each part,
 /// `join` of the parts' results in file order; `one` (the single-threaded call) when the
 /// file is not split or a boundary was not a record start.
@@ -380,14 +391,67 @@ pub fn project_file(
 ) -> Result<Option<Batches>> {
     let one = || project_files(std::slice::from_ref(path), filter, batch_size, stop);
     let work = |lp: &mut SourceLoop<Part>, stop: Stop<'_>| {
-        // A record takes at least 16 bytes: no batch needs more rows than that allows.
-        let (start, end) = (lp.source().base, lp.source().end);
-        let rows = usize::try_from((end - start) / 16 + 1).unwrap_or(usize::MAX);
-        project_source(lp, batch_size.min(rows), stop)
+        let rows = part_rows(lp, batch_size);
+        project_source(lp, rows, stop)
     };
     in_parts(path, filter, threads, stop, one, work, |parts, notices| {
         (parts.into_iter().flatten().collect(), notices)
     })
+}
+
+/// [`project_files_with_ids`] of one file with `threads` threads, for options whose table
+/// is split (no timeouts, no `max_flows`). Each part projects with a table of its own;
+/// the tables are merged in file order, which gives each part's flows their ids in the
+/// single-threaded table, and each part's `flow_id` column is renumbered with them.
+/// `None` if `stop` ended the walk early.
+///
+/// # Errors
+/// As [`project_files_with_ids`].
+pub fn project_file_with_ids(
+    path: &PathBuf,
+    filter: Option<&str>,
+    batch_size: usize,
+    opts: FlowOptions,
+    threads: usize,
+    stop: Stop<'_>,
+) -> Result<Option<Batches>> {
+    let paths = std::slice::from_ref(path);
+    let one = || project_files_with_ids(paths, filter, batch_size, opts, stop);
+    if opts.ordered() {
+        return one();
+    }
+    let work = |lp: &mut SourceLoop<Part>, stop: Stop<'_>| {
+        let rows = part_rows(lp, batch_size);
+        let mut t = FlowTable::new(opts);
+        let out = project_source_with_ids(lp, rows, &mut t, stop)?;
+        Ok(out.map(|(b, n)| ((b, t), n)))
+    };
+    in_parts(path, filter, threads, stop, one, work, |parts, notices| {
+        let mut table = FlowTable::new(opts);
+        let mut out = Vec::new();
+        for (batches, t) in parts {
+            let ids = table.merge_ids(t);
+            out.extend(batches.into_iter().map(|b| renumber(b, &ids)));
+        }
+        (out, notices)
+    })
+}
+
+/// `batch` with its `flow_id` column mapped through `ids` (a part's id to the file's).
+fn renumber(batch: RecordBatch, ids: &[u64]) -> RecordBatch {
+    let Ok(i) = batch.schema().index_of("flow_id") else {
+        return batch;
+    };
+    let mut columns = batch.columns().to_vec();
+    let mapped: UInt64Array = columns[i].as_primitive::<UInt64Type>().unary(|id| {
+        usize::try_from(id)
+            .ok()
+            .and_then(|x| ids.get(x))
+            .copied()
+            .unwrap_or(id)
+    });
+    columns[i] = Arc::new(mapped);
+    RecordBatch::try_new(batch.schema(), columns).expect("the same schema and lengths")
 }
 
 #[cfg(test)]

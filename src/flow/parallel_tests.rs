@@ -216,6 +216,31 @@ fn projection_of_threads_equals_one_thread() {
     }
 }
 
+/// `project` with `flow_id` in parts: the ids are those of one thread (each part's
+/// renumbered by the merge of the part tables in file order), one-way and bidirectional.
+#[test]
+fn projection_with_ids_of_threads_equals_one_thread() {
+    let path = write_file("project-ids.pcap", 3 * MIN_PART + 77, false);
+    for bidirectional in [false, true] {
+        let opts = options(bidirectional);
+        let paths = std::slice::from_ref(&path);
+        let (want, _) = crate::flow::project_files_with_ids(paths, None, 1 << 20, opts, &never)
+            .unwrap()
+            .unwrap();
+        let want = arrow_select_concat(&want);
+        for threads in 2..=3 {
+            let (got, _) = project_file_with_ids(&path, None, 1 << 20, opts, threads, &never)
+                .unwrap()
+                .unwrap();
+            assert_eq!(got.len(), threads);
+            let got = arrow_select_concat(&got);
+            for (g, w) in got.iter().zip(&want) {
+                assert_eq!(g.to_data(), w.to_data(), "{bidirectional} {threads}");
+            }
+        }
+    }
+}
+
 /// A truncated last record and a record above the snaplen are reported with the record
 /// index and offset of the whole file, as one thread reports them.
 #[test]

@@ -137,14 +137,18 @@ pub fn flow_project(
     let (batches, notices) = match source {
         SourceArg::Files(paths) => {
             let paths = nonempty(paths)?;
-            let parallel = (paths.len() > 1 || threads > 1) && !flow_id;
+            let one = paths.len() == 1;
+            let parallel = (!one && !flow_id) || (one && threads > 1);
             interruptible_progress(py, parallel, progress.as_ref(), |stop| {
-                if flow_id {
-                    flow::project_files_with_ids(&paths, filter, batch_size, opts, stop)
-                } else if let [path] = paths.as_slice() {
-                    parallel::project_file(path, filter, batch_size, threads, stop)
-                } else {
-                    flow::project_files(&paths, filter, batch_size, stop)
+                match paths.as_slice() {
+                    [path] if flow_id => parallel::project_file_with_ids(
+                        path, filter, batch_size, opts, threads, stop,
+                    ),
+                    [path] => parallel::project_file(path, filter, batch_size, threads, stop),
+                    _ if flow_id => {
+                        flow::project_files_with_ids(&paths, filter, batch_size, opts, stop)
+                    }
+                    _ => flow::project_files(&paths, filter, batch_size, stop),
                 }
             })?
         }
