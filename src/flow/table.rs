@@ -642,24 +642,39 @@ impl FlowTable {
     /// not [`ordered`](FlowOptions::ordered) only). Flows first seen in `other` get ids
     /// after this table's, in their order, so the ids are those of one pass.
     pub fn merge(&mut self, other: FlowTable) {
+        self.merge_ids(other);
+    }
+
+    /// [`merge`](Self::merge), returning for each id of `other` (the index) the id the
+    /// flow has in this table.
+    pub fn merge_ids(&mut self, other: FlowTable) -> Vec<u64> {
         debug_assert!(!self.opts.ordered() && other.expired.is_empty());
+        let mut ids = vec![0; usize::try_from(other.next_id).unwrap_or(0)];
         self.packets += other.packets;
         self.not_aggregated += other.not_aggregated;
         self.clock = self.clock.max(other.clock);
         let mut theirs: Vec<(Packed, Flow)> = other.map.into_iter().collect();
         theirs.sort_unstable_by_key(|(_, f)| f.id);
         for (k, f) in theirs {
-            match self.map.entry(k) {
-                Entry::Occupied(mut e) => e.get_mut().stats.merge(&f.stats),
+            let id = match self.map.entry(k) {
+                Entry::Occupied(mut e) => {
+                    e.get_mut().stats.merge(&f.stats);
+                    e.get().id
+                }
                 Entry::Vacant(v) => {
                     v.insert(Flow {
                         id: self.next_id,
                         ..f
                     });
                     self.next_id += 1;
+                    self.next_id - 1
                 }
+            };
+            if let Some(slot) = usize::try_from(f.id).ok().and_then(|i| ids.get_mut(i)) {
+                *slot = id;
             }
         }
+        ids
     }
 
     /// Every row, ordered by first packet time, key, reason and id.
