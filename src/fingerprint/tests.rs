@@ -715,7 +715,7 @@ mod engine_tests {
                 data,
             };
             fp.process(&p, &mut |e: &Event| {
-                got.push((e.method.name().to_owned(), e.value.to_owned()))
+                got.push((e.method.name().to_owned(), e.value_str().to_owned()))
             });
         }
         got
@@ -853,8 +853,8 @@ mod engine_tests {
         );
         assert!(values(&got, "ja4ssh").is_empty());
         let mut at_end = Vec::new();
-        fp.finish(&mut |e: &Event| at_end.push(e.value.to_owned()));
-        fp.finish(&mut |e: &Event| at_end.push(e.value.to_owned()));
+        fp.finish(&mut |e: &Event| at_end.push(e.value_str().to_owned()));
+        fp.finish(&mut |e: &Event| at_end.push(e.value_str().to_owned()));
         assert_eq!(at_end, ["c0s52_c0s1_c0s0"]);
     }
 
