@@ -147,7 +147,7 @@ pub fn ja4d<const N: usize>(msg: &[u8], out: &mut Text<N>) -> bool {
             }
             _ => {}
         }
-        push_dash_item_u8(out, b_start, code);
+        push_dash_item_u8(out, code);
     }
     let Some(msg_type) = msg_type else {
         return false;
@@ -158,7 +158,7 @@ pub fn ja4d<const N: usize>(msg: &[u8], out: &mut Text<N>) -> bool {
     if n_params <= KEPT_PARAMETER_LISTS {
         for &p in &params[..n_params] {
             for &x in p {
-                push_dash_item_u8(out, c_start, x);
+                push_dash_item_u8(out, x);
             }
         }
     } else {
@@ -167,7 +167,7 @@ pub fn ja4d<const N: usize>(msg: &[u8], out: &mut Text<N>) -> bool {
             .filter(|(c, _)| *c == OPT_PARAMETER_LIST)
         {
             for &x in p {
-                push_dash_item_u8(out, c_start, x);
+                push_dash_item_u8(out, x);
             }
         }
     }

@@ -358,6 +358,29 @@ fn write_dec(dst: &mut [u8], mut v: u64) {
     }
 }
 
+/// The decimal text of every byte value and a `-`, padded with zero bytes to four.
+const DEC_U8_DASH: [[u8; 4]; 256] = {
+    let mut t = [[0u8; 4]; 256];
+    let mut v = 0;
+    while v < 256 {
+        let n = if v >= 100 {
+            3
+        } else if v >= 10 {
+            2
+        } else {
+            1
+        };
+        let mut i = 0;
+        while i < n {
+            t[v][i] = DEC_U8[v][i];
+            i += 1;
+        }
+        t[v][n] = b'-';
+        v += 1;
+    }
+    t
+};
+
 /// The decimal text of every byte value, padded with zero bytes to three.
 const DEC_U8: [[u8; 3]; 256] = {
     let mut t = [[0u8; 3]; 256];
@@ -525,29 +548,37 @@ pub(crate) fn push_hex_list<const N: usize>(t: &mut Text<N>, values: &[u16]) {
     }
 }
 
-/// Append `v` in decimal to a `-`-joined list that starts at `start`.
+/// Append `v` in decimal and a `-` to a `-`-joined list ended by [`end_dash_list`].
 #[inline]
-pub(crate) fn push_dash_item<const N: usize>(t: &mut Text<N>, start: usize, v: u64) {
-    if t.len() > start {
-        t.push(b'-');
-    }
+pub(crate) fn push_dash_item<const N: usize>(t: &mut Text<N>, v: u64) {
     t.push_dec(v);
+    t.push(b'-');
 }
 
-/// Append `v` in decimal to a `-`-joined list that starts at `start`.
+/// Append a byte value in decimal and a `-` to a `-`-joined list ended by
+/// [`end_dash_list`]: one fixed four-byte copy from a table.
 #[inline]
-pub(crate) fn push_dash_item_u8<const N: usize>(t: &mut Text<N>, start: usize, v: u8) {
-    if t.len() > start {
-        t.push(b'-');
+pub(crate) fn push_dash_item_u8<const N: usize>(t: &mut Text<N>, v: u8) {
+    let text = &DEC_U8_DASH[usize::from(v)];
+    let n = 2 + usize::from(v >= 10) + usize::from(v >= 100);
+    // The bytes past `n` are overwritten by the next write or lie past the end.
+    match t.buf.get_mut(t.len..t.len + text.len()) {
+        Some(dst) => {
+            dst.copy_from_slice(text);
+            t.len += n;
+        }
+        None => t.push_bytes(&text[..n]),
     }
-    t.push_dec_u8(v);
 }
 
-/// End a `-`-joined list that starts at `start`: `00` when it is empty.
+/// End a `-`-joined list that starts at `start`, whose items each end with `-`: `00` when
+/// it is empty, else the last `-` is dropped.
 #[inline]
 pub(crate) fn end_dash_list<const N: usize>(t: &mut Text<N>, start: usize) {
     if t.len() == start {
         t.push_str("00");
+    } else if t.as_bytes().last() == Some(&b'-') {
+        t.len -= 1;
     }
 }
 
