@@ -286,6 +286,10 @@ impl<const N: usize> Text<N> {
     /// Append `v` in decimal.
     #[inline]
     pub fn push_dec(&mut self, v: u64) {
+        if v < 100_000 {
+            self.push_dec5(v as u32, None);
+            return;
+        }
         let n = dec_len(v);
         match self.buf.get_mut(self.len..self.len + n) {
             Some(dst) => {
@@ -293,6 +297,33 @@ impl<const N: usize> Text<N> {
                 self.len += n;
             }
             None => self.overflow = true,
+        }
+    }
+    /// Append `v` (below 100,000) in decimal, then `sep` when given. The five digits are
+    /// made zero-padded, the leading zeros shifted out of one 64-bit word, and the word
+    /// stored with one fixed eight-byte copy (no variable-length copy).
+    #[inline]
+    pub(crate) fn push_dec5(&mut self, v: u32, sep: Option<u8>) {
+        debug_assert!(v < 100_000);
+        let n = 1
+            + usize::from(v >= 10)
+            + usize::from(v >= 100)
+            + usize::from(v >= 1000)
+            + usize::from(v >= 10_000);
+        let mut padded = [0u8; 8];
+        padded[..5].copy_from_slice(&digits5(v));
+        let mut word = (u64::from_le_bytes(padded) >> (8 * (5 - n))).to_le_bytes();
+        let mut total = n;
+        if let Some(c) = sep {
+            word[n] = c;
+            total += 1;
+        }
+        match self.buf.get_mut(self.len..self.len + word.len()) {
+            Some(dst) => {
+                dst.copy_from_slice(&word);
+                self.len += total;
+            }
+            None => self.push_bytes(&word[..total]),
         }
     }
     /// Append a byte value in decimal, from a table of the 256 texts.
@@ -333,6 +364,20 @@ const DIGITS2: &[u8; 200] = b"0001020304050607080910111213141516171819\
 4041424344454647484950515253545556575859\
 6061626364656667686970717273747576777879\
 8081828384858687888990919293949596979899";
+
+/// `v` (below 100,000) in five decimal digits, zero-padded.
+#[inline]
+pub(crate) fn digits5(v: u32) -> [u8; 5] {
+    debug_assert!(v < 100_000);
+    let (bc, de) = ((v / 100 % 100) as usize * 2, (v % 100) as usize * 2);
+    [
+        b'0' + (v / 10_000 % 10) as u8,
+        DIGITS2[bc],
+        DIGITS2[bc + 1],
+        DIGITS2[de],
+        DIGITS2[de + 1],
+    ]
+}
 
 /// The number of decimal digits of `v`.
 #[inline]
@@ -551,8 +596,12 @@ pub(crate) fn push_hex_list<const N: usize>(t: &mut Text<N>, values: &[u16]) {
 /// Append `v` in decimal and a `-` to a `-`-joined list ended by [`end_dash_list`].
 #[inline]
 pub(crate) fn push_dash_item<const N: usize>(t: &mut Text<N>, v: u64) {
-    t.push_dec(v);
-    t.push(b'-');
+    if v < 100_000 {
+        t.push_dec5(v as u32, Some(b'-'));
+    } else {
+        t.push_dec(v);
+        t.push(b'-');
+    }
 }
 
 /// Append a byte value in decimal and a `-` to a `-`-joined list ended by
