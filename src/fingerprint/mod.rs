@@ -318,22 +318,19 @@ impl<const N: usize> Text<N> {
             word[n] = c;
             total += 1;
         }
-        match self.buf.get_mut(self.len..self.len + word.len()) {
-            Some(dst) => {
-                dst.copy_from_slice(&word);
-                self.len += total;
-            }
-            None => self.push_bytes(&word[..total]),
-        }
+        self.push_padded(&word, total);
     }
     /// Append a byte value in decimal, from a table of the 256 texts.
     #[inline]
     pub fn push_dec_u8(&mut self, v: u8) {
-        let text = &DEC_U8[usize::from(v)];
         let n = 1 + usize::from(v >= 10) + usize::from(v >= 100);
-        // Where three bytes fit, a fixed-size copy (the bytes past `n` are overwritten by
-        // the next write or lie past the end).
-        match self.buf.get_mut(self.len..self.len + text.len()) {
+        self.push_padded(&DEC_U8[usize::from(v)], n);
+    }
+    /// Append the first `n` bytes of `text`: where all of `text` fits, one fixed-size
+    /// copy (the bytes past `n` are overwritten by the next write or lie past the end).
+    #[inline]
+    pub(crate) fn push_padded<const K: usize>(&mut self, text: &[u8; K], n: usize) {
+        match self.buf.get_mut(self.len..self.len + K) {
             Some(dst) => {
                 dst.copy_from_slice(text);
                 self.len += n;
@@ -608,16 +605,8 @@ pub(crate) fn push_dash_item<const N: usize>(t: &mut Text<N>, v: u64) {
 /// [`end_dash_list`]: one fixed four-byte copy from a table.
 #[inline]
 pub(crate) fn push_dash_item_u8<const N: usize>(t: &mut Text<N>, v: u8) {
-    let text = &DEC_U8_DASH[usize::from(v)];
     let n = 2 + usize::from(v >= 10) + usize::from(v >= 100);
-    // The bytes past `n` are overwritten by the next write or lie past the end.
-    match t.buf.get_mut(t.len..t.len + text.len()) {
-        Some(dst) => {
-            dst.copy_from_slice(text);
-            t.len += n;
-        }
-        None => t.push_bytes(&text[..n]),
-    }
+    t.push_padded(&DEC_U8_DASH[usize::from(v)], n);
 }
 
 /// End a `-`-joined list that starts at `start`, whose items each end with `-`: `00` when
