@@ -6,6 +6,9 @@
 //! timeouts), and prints per variant the median ns/packet with the spread (min-max) over
 //! the rounds, and the difference of the median to the basic table: in wall-clock time and
 //! in the thread's CPU time (the steadier one on a shared machine).
+//!
+//! `--only=NAME` runs only the variants whose name holds NAME (no differences printed):
+//! under `valgrind --tool=callgrind` with one round, the instruction count of one variant.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -92,6 +95,8 @@ fn main() {
         app: true,
         ..Default::default()
     };
+    let only: Option<String> =
+        std::env::args().find_map(|a| a.strip_prefix("--only=").map(String::from));
     type Variant = (&'static str, Box<dyn Fn() -> u64>);
     let p = path.clone();
     let mut variants: Vec<Variant> = vec![("walk", Box::new(move || walk(&p)))];
@@ -155,6 +160,16 @@ fn main() {
     for (name, opts, stream) in cases {
         let p = path.clone();
         variants.push((name, Box::new(move || table(&p, opts, stream))));
+    }
+    if let Some(o) = &only {
+        variants.retain(|(name, _)| name.contains(o.as_str()));
+        for (name, f) in &variants {
+            for _ in 0..rounds {
+                black_box(f());
+            }
+            println!("{path}: {count} packets, {name}: {rounds} rounds (--only)");
+        }
+        return;
     }
     black_box(walk(path));
     let mut wall: Vec<Vec<f64>> = vec![Vec::new(); variants.len()];
