@@ -12,6 +12,7 @@ pub mod app;
 pub mod columns;
 pub mod features;
 pub mod fingerprints;
+pub mod statistical;
 pub mod stream;
 pub mod table;
 pub mod text;
