@@ -13,6 +13,7 @@ pub mod columns;
 pub mod features;
 pub mod fingerprints;
 pub mod parallel;
+pub mod statistical;
 pub mod stream;
 pub mod table;
 pub mod text;

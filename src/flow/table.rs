@@ -420,10 +420,40 @@ impl FlowTable {
             flow.stats.add(ts, bytes, forward, flags);
             return Some(flow.id);
         }
+        if !self.metered && self.opts.active_timeout_ns.is_none() {
+            // Feature groups alone: one map update, the slot opened with the flow.
+            let FlowTable {
+                map,
+                features,
+                next_id,
+                ..
+            } = self;
+            let flow = map.entry(key).or_insert_with(|| {
+                let id = *next_id;
+                *next_id += 1;
+                Flow {
+                    stats: FlowStats::start(ts),
+                    id,
+                    slot: features.open(),
+                }
+            });
+            flow.stats.add(ts, bytes, forward, flags);
+            features.packet(
+                flow.slot,
+                &PacketView {
+                    pkt,
+                    fields: f,
+                    forward,
+                },
+            );
+            return Some(flow.id);
+        }
         if let Some(idle) = self.opts.idle_timeout_ns {
             // The packet's own time: a packet earlier than the clock (a file out of
             // order) expires nothing.
-            self.expire_idle(ts, idle);
+            if self.due.peek().is_some_and(|d| d.deadline <= ts) {
+                self.expire_idle(ts, idle);
+            }
         }
         if self
             .opts
@@ -504,13 +534,14 @@ impl FlowTable {
             );
         }
         let id = flow.id;
-        if self.due.len() > 2 * self.map.len() + 4096 {
+        if self.metered && self.due.len() > 2 * self.map.len() + 4096 {
             self.rebuild_queue();
         }
         Some(id)
     }
 
     /// Expire the flows whose last packet is `idle` or more before `now`.
+    #[inline(never)]
     fn expire_idle(&mut self, now: i64, idle: i64) {
         while self.due.peek().is_some_and(|d| d.deadline <= now) {
             let Some(d) = self.due.pop() else { break };
