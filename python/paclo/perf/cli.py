@@ -38,12 +38,16 @@ options:
   --packets N               packets per dataset case instead of the profile's count
   --peers                   also run the peers (C mmap walk, C pcap_next_ex, dpkt, scapy) on the same datasets;
                             live: add the C libpcap receivers to the --scenarios named
+  --resume                  continue the incomplete results.json in --output: keep its steps, run the rest
+                            (the same options and the same build of paclo are required)
   -h, --help                show this help
   --version                 print the version of paclo and exit
 
 It prints the mode, profile, steps, dataset sizes and a time estimate first, then a table
-(its columns explained under it). Ctrl-C stops the current worker and writes the finished
-steps to results.json, marked "complete": false; the exit status is then 130.
+(its columns explained under it). results.json is rewritten after every step, marked
+"complete": false until the last one. Ctrl-C (or SIGTERM) stops the current worker and
+writes the finished steps; the exit status is then 130. A run that was stopped or killed is
+continued with the same command plus --resume.
 
 live options (validated; live mode runs the live workers):
   --rates R1,R2,...         target packets per second (default: profile)
@@ -103,6 +107,9 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         run(opts)
+    except UsageError as exc:
+        print(f"paclo perf: error: {exc}", file=sys.stderr)
+        return exc.code
     except RunFailed as exc:
         print(f"paclo perf: error: {exc}", file=sys.stderr)
         return EXIT_FAILED

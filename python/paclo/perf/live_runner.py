@@ -79,9 +79,12 @@ def _c_peer_binary(names: list[str], output: Path) -> str | None:
 
 def run_live(opts: Options, env: dict[str, Any], console: Console,
              worker_cmd: LiveWorkerCommand | None = None,
-             results: list[dict[str, Any]] | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+             results: list[dict[str, Any]] | None = None, done: set[tuple[str, str, Any]] | None = None,
+             on_step: Callable[[dict[str, Any]], None] | None = None,
+             ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Every rate x live scenario in its own worker process; rate-major order. Each finished
-    step is appended to `results` (a new list by default).
+    step is appended to `results` (a new list by default) and passed to `on_step`; steps whose
+    key (`runner.step_key`) is in `done` are skipped.
 
     Returns the live results and the sweep's setup block (the sink, the C peer binary).
     """
@@ -97,6 +100,9 @@ def run_live(opts: Options, env: dict[str, Any], console: Console,
         setup = {"sink": sink.describe(), "c_peer_binary": binary}
         for rate in opts.rates:
             for scenario in names:
+                if ("live", scenario, rate) in (done or ()):
+                    console.advance()
+                    continue
                 cfg = live.scenario_config(scenario, opts, rate, cpus)
                 cfg["scenario"] = scenario
                 if scenario in live.C_PEERS:
@@ -104,6 +110,8 @@ def run_live(opts: Options, env: dict[str, Any], console: Console,
                 if opts.generator_report:
                     cfg["generator_report"] = opts.generator_report
                 results.append(_run_one(opts, cfg, env, console, worker_cmd))
+                if on_step is not None:
+                    on_step(results[-1])
                 console.advance()
     return results, setup
 

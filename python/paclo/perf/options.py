@@ -2,7 +2,8 @@
 and the integer parsers the runner and the generator share.
 
 Exit codes follow the paclo command-line contract: 0 success, 1 usage (unknown or incomplete
-argument), 3 invalid choice, 4 bad flag value, 5 the benchmark failed.
+argument), 2 input not found (`--resume` with no results.json), 3 invalid choice, 4 bad flag
+value, 5 the benchmark failed.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 from . import config
 
 EXIT_USAGE = 1
+EXIT_NOT_FOUND = 2
 EXIT_CHOICE = 3
 EXIT_VALUE = 4
 EXIT_FAILED = 5
@@ -58,6 +60,7 @@ class Options:
     batch: int = 64
     generator_cpus: list[int] | None = None
     generator_report: str | None = None
+    resume: bool = False
     argv: list[str] = field(default_factory=list)
 
     def offline_scenarios(self) -> list[str]:
@@ -83,7 +86,7 @@ _VALUE_FLAGS = {
     "--branch-cap", "--slow-cap", "--consumer-delay-ns", "--sink", "--senders", "--batch",
     "--generator-cpus", "--generator-report",
 }
-_BOOL_FLAGS = {"--peers"}
+_BOOL_FLAGS = {"--peers", "--resume"}
 
 
 def parse_int(name: str, text: str) -> int:
@@ -280,6 +283,7 @@ def parse_args(argv: list[str]) -> Options | None:
     if not opts.output:
         raise UsageError("output must not be empty", EXIT_VALUE)
     opts.peers = "--peers" in raw
+    opts.resume = "--resume" in raw
     opts.scenarios = _scenarios(raw, mode)
     opts.warmups = parse_non_negative("warmups", raw["--warmups"]) if "--warmups" in raw else profile.warmups
     opts.runs = parse_positive("runs", raw["--runs"]) if "--runs" in raw else profile.runs

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import json
 import os
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -13,7 +15,7 @@ from typing import Any, Protocol, TextIO
 from .._progress import Display
 from . import config, environment, live, metrics
 from .live_runner import ceiling_table, live_scenarios, live_table, run_live
-from .options import Options
+from .options import EXIT_NOT_FOUND, EXIT_VALUE, Options, UsageError
 from .results import SPEED_REFERENCES
 from .workers import Console, RunFailed, run_worker
 
@@ -254,83 +256,182 @@ def write_results(path: Path, document: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
+def _now() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat().replace("+00:00", "Z")
+
+
+def step_key(result: dict[str, Any]) -> tuple[str, str, Any]:
+    """What identifies a step: (mode, scenario, case) offline, (mode, scenario, target) live."""
+    if result["mode"] == "live":
+        return ("live", result["scenario"], result["config"]["target_pps"])
+    return ("offline", result["scenario"], result["case"])
+
+
+def plan_key(opts: Options) -> dict[str, Any]:
+    """Every option that decides which steps run and how (all but the output and --resume):
+    a resumed run must have the same."""
+    fields = dataclasses.asdict(opts)
+    for name in ("argv", "output", "resume"):
+        fields.pop(name)
+    fields["scenarios"] = opts.offline_scenarios() if opts.mode == "offline" else live_scenarios(opts)
+    return fields
+
+
+def load_resume(opts: Options) -> dict[str, Any]:
+    """The incomplete results.json that `--resume` continues, checked against this run:
+    UsageError (exit 2) when there is none, (exit 4) when it is complete, was written by
+    another plan or another build of paclo."""
+    path = Path(opts.output) / "results.json"
+    try:
+        document = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise UsageError(f"resume: no results.json in {opts.output} to continue", EXIT_NOT_FOUND) from None
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"resume: cannot read {path}: {exc}", EXIT_VALUE) from None
+    if not isinstance(document, dict) or document.get("schema_version") != SCHEMA_VERSION:
+        raise UsageError(f"resume: {path} is not a schema {SCHEMA_VERSION} results.json", EXIT_VALUE)
+    if document.get("complete") is not False:
+        raise UsageError(f"resume: {path} is complete; nothing to continue", EXIT_VALUE)
+    previous = (document.get("config") or {}).get("plan")
+    if previous is None:
+        raise UsageError(f"resume: {path} does not record its plan (written before --resume existed)", EXIT_VALUE)
+    current = plan_key(opts)
+    differ = sorted(k for k in set(previous) | set(current) if previous.get(k) != current.get(k))
+    if differ:
+        shown = ", ".join(f"{k} {previous.get(k)!r} -> {current.get(k)!r}" for k in differ)
+        raise UsageError(f"resume: {path} was run with other options: {shown}", EXIT_VALUE)
+    env = environment.collect([])
+    for result in (document.get("live") or []) + (document.get("offline") or []):
+        before = result["environment"]
+        for name in ("git_sha", "paclo_version", "python_version", "libpcap_version"):
+            if before.get(name) != env[name]:
+                raise UsageError(f"resume: {path} was measured with {name} {before.get(name)!r}, "
+                                 f"this run has {env[name]!r}: start a new output directory", EXIT_VALUE)
+    return document
+
+
+def _sigterm_as_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def run(opts: Options, *, datasets: Datasets | None = None, worker_cmd: OfflineWorkerCommand | None = None,
         console: Console | None = None, out: TextIO | None = None) -> dict[str, Any]:
     """Run the benchmark (`opts.mode`: offline, live, or all = live then offline) and write
     `<output>/results.json`; return the document.
+
+    The document is rewritten after every step, marked `"complete": false` until the last, so
+    a run that is killed keeps what finished; Ctrl-C and SIGTERM write it and raise
+    Interrupted. With `opts.resume` the steps of the incomplete results.json are kept and
+    only the others run (each sitting is listed in `sittings`).
 
     `datasets` replaces the paclo.perf.datasets module and `worker_cmd` the offline worker
     command builder (both for tests).
     """
     console = console or Console()
     out = out if out is not None else sys.stdout
+    previous = load_resume(opts) if opts.resume else None
     if opts.mode in ("offline", "all") and datasets is None:
         datasets = _datasets_module()
     total, announce = plan(opts, datasets)
     for line in announce:
         console.log(line)
+    output = Path(opts.output)
+    results_path = output / "results.json"
+    kept_live = list(previous["live"] or []) if previous else []
+    kept_offline = list(previous["offline"] or []) if previous else []
+    done = {step_key(r) for r in kept_live + kept_offline}
+    if previous is not None:
+        console.log(f"[perf] resuming {results_path}: {len(done)} of {total} steps kept, "
+                    f"{total - len(done)} to run")
     console.start(total)
     env = environment.collect(["python", "-m", "paclo.perf", *opts.argv])
-    output = Path(opts.output)
-    # Filled step by step, so that an interrupted run still writes the steps that finished.
-    live_results: list[dict[str, Any]] | None = None
-    live_setup = None
+    sittings = list(previous.get("sittings") or []) if previous else []
+    sittings.append({"started_at": _now(), "command_line": env["command_line"], "steps": 0})
+    profile = config.PROFILES[opts.profile]
+    # Filled step by step, so that an interrupted or killed run still has the steps that finished.
+    live_results: list[dict[str, Any]] | None = kept_live if opts.mode in ("live", "all") else None
     offline_results: list[dict[str, Any]] | None = None
+    live_setup: dict[str, Any] | None = None
+
+    def document(complete: bool) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "created_at": _now(),
+            "profile": opts.profile,
+            "config": {
+                "mode": opts.mode,
+                "packets": opts.packets if opts.packets is not None else profile.packets,
+                "packets_override": opts.packets is not None,
+                "warmups": opts.warmups,
+                "runs": opts.runs,
+                "scenarios": opts.offline_scenarios() if offline_results is not None else live_scenarios(opts),
+                "cases": list(config.CASES),
+                "output": str(output),
+                "live": live_setup,
+                "plan": plan_key(opts),
+            },
+            "offline": offline_results,
+            "live": live_results,
+            "max_sustainable_by_scenario": None,
+            "complete": complete,
+            "sittings": sittings,
+        }
+        if live_results is not None:
+            doc["max_sustainable_by_scenario"] = live.max_sustainable_by_scenario(live_results)
+        return doc
+
+    def checkpoint(result: dict[str, Any]) -> None:
+        result["finished_at"] = _now()
+        sittings[-1]["steps"] += 1
+        write_results(results_path, document(False))
+
     complete = True
+    previous_handler = None
+    if hasattr(signal, "SIGTERM") and _main_thread():
+        previous_handler = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     try:
         if opts.mode in ("live", "all"):
-            live_results = []
-            live_setup = run_live(opts, env, console, results=live_results)[1]
+            live_setup = run_live(opts, env, console, results=live_results, done=done, on_step=checkpoint)[1]
         if opts.mode in ("offline", "all"):
-            offline_results = []
-            run_offline(opts, env, console, datasets=datasets, worker_cmd=worker_cmd, results=offline_results)
+            offline_results = kept_offline
+            run_offline(opts, env, console, datasets=datasets, worker_cmd=worker_cmd, results=offline_results,
+                        done=done, on_step=checkpoint)
     except KeyboardInterrupt:
         complete = False
+    finally:
+        if previous_handler is not None:
+            signal.signal(signal.SIGTERM, previous_handler)
     console.clear()
-    profile = config.PROFILES[opts.profile]
-    document: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "created_at": _dt.datetime.now(_dt.UTC).isoformat().replace("+00:00", "Z"),
-        "profile": opts.profile,
-        "config": {
-            "mode": opts.mode,
-            "packets": opts.packets if opts.packets is not None else profile.packets,
-            "packets_override": opts.packets is not None,
-            "warmups": opts.warmups,
-            "runs": opts.runs,
-            "scenarios": opts.offline_scenarios() if offline_results is not None else live_scenarios(opts),
-            "cases": list(config.CASES),
-            "output": str(output),
-            "live": live_setup,
-        },
-        "offline": offline_results,
-        "live": live_results,
-        "max_sustainable_by_scenario": None,
-        "complete": complete,
-    }
-    if live_results is not None:
-        document["max_sustainable_by_scenario"] = live.max_sustainable_by_scenario(live_results)
-    results_path = output / "results.json"
-    write_results(results_path, document)
+    sittings[-1]["finished_at"] = _now()
+    final = document(complete)
+    write_results(results_path, final)
     if not complete:
         finished = len(live_results or []) + len(offline_results or [])
         raise Interrupted(results_path, finished, total)
     if live_results:
         print(live_table(live_results), file=out)
         print(file=out)
-        print(ceiling_table(document["max_sustainable_by_scenario"]), file=out)
+        print(ceiling_table(final["max_sustainable_by_scenario"]), file=out)
     if offline_results:
         print(table(offline_results), file=out)
         print(legend(offline_results), file=out)
     print(f"[perf] wrote {results_path}", file=out, flush=True)
-    return document
+    return final
+
+
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
 
 
 def run_offline(opts: Options, env: dict[str, Any], console: Console, *, datasets: Datasets | None = None,
                 worker_cmd: OfflineWorkerCommand | None = None,
-                results: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+                results: list[dict[str, Any]] | None = None, done: set[tuple[str, str, Any]] | None = None,
+                on_step: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
     """Every case x offline scenario in its own worker process; case-major order. Each
-    finished step is appended to `results` (a new list by default), which is returned."""
+    finished step is appended to `results` (a new list by default), which is returned, and
+    passed to `on_step`; steps whose key (`step_key`) is in `done` are skipped."""
     datasets = datasets or _datasets_module()
     worker_cmd = worker_cmd or worker_command
     profile = config.PROFILES[opts.profile]
@@ -358,8 +459,13 @@ def run_offline(opts: Options, env: dict[str, Any], console: Console, *, dataset
     results = [] if results is None else results
     for case in config.CASES:
         path = output / "datasets" / config.dataset_name(opts.profile, case, opts.packets)
+        todo = [s for s in scenarios if ("offline", s, case) not in (done or ())]
+        for _ in range(len(scenarios) - len(todo)):
+            console.advance()
+        if not todo:
+            continue
         prepare_dataset(datasets, path, case, count, console)
-        for scenario in scenarios:
+        for scenario in todo:
             label = f"{case} {scenario}"
             n = config.scenario_count(scenario, count)
             expected_bytes = datasets.expected_bytes(case, n)
@@ -397,5 +503,7 @@ def run_offline(opts: Options, env: dict[str, Any], console: Console, *, dataset
                     note = note.format(n=f"{n:,}") if n < count else note.split("; reads only")[0]
                 result["note"] = note
             results.append(result)
+            if on_step is not None:
+                on_step(result)
             console.advance()
     return results
