@@ -115,7 +115,7 @@ def test_help_lists_options_and_exits_zero():
     proc = subprocess.run([sys.executable, "-m", "paclo.perf", "--help"], capture_output=True, text=True)
     assert proc.returncode == 0
     for flag in ("--mode", "--profile", "--output", "--scenarios", "--warmups", "--runs", "--packets",
-                 "--peers", "--rates", "--duration-ms", "--device", "--port", "--source", "--filter",
+                 "--peers", "--resume", "--rates", "--duration-ms", "--device", "--port", "--source", "--filter",
                  "--expected-packets", "--frame-size", "--snaplen", "--queue-cap", "--queue-mode",
                  "--branch-cap", "--slow-cap", "--consumer-delay-ns"):
         assert flag in proc.stdout

@@ -134,3 +134,12 @@ def test_sigint_writes_the_finished_steps_marked_incomplete_and_exits_130(tmp_pa
     for pid in current:
         assert not os.path.exists(f"/proc/{pid}") or "Z" in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1][:3]
     assert stdout == ""
+
+
+def test_live_estimate_names_the_bound_when_senders_fall_short_of_a_rate(tmp_path):
+    opts = cli.parse_args(["--mode", "live", "--profile", "reference", "--output", str(tmp_path)])
+    head = runner.plan(opts, None)[1][0]
+    # 96 steps of 6 runs: 15 s each, or 18.75 s (the senders' cap) where a rate is out of reach
+    assert head.startswith("[perf] mode live, profile reference: 96 steps, estimated 2.6 h, at most 3.2 h where ")
+    external = cli.parse_args(["--mode", "live", "--source", "external", "--rates", "1000", "--output", str(tmp_path)])
+    assert "at most" not in runner.plan(external, None)[1][0]

@@ -98,6 +98,14 @@ def test_an_interrupted_run_resumes_with_only_the_missing_steps(tmp_path):
     assert all("--resume" in s["command_line"] for s in doc["sittings"][1:])
     assert json.loads((out / "results.json").read_text()) == doc
 
+    # the report says a document is incomplete, and lists the sittings of a resumed one
+    from paclo.perf.report import write_report
+
+    page = write_report(first, tmp_path / "r1").html.read_text()
+    assert "Incomplete run</b>: 3 steps finished" in page and "Sittings" not in page
+    page = write_report(doc, tmp_path / "r2").html.read_text()
+    assert "Incomplete run" not in page and page.count("</tr>", page.index("Sittings")) >= 2
+
 
 def test_resume_refuses_what_it_cannot_continue(tmp_path):
     out = tmp_path / "out"
@@ -189,3 +197,24 @@ def test_a_killed_or_terminated_runner_keeps_its_finished_steps_and_resumes(tmp_
     assert [(x["case"], x["scenario"]) for x in doc["offline"]] == order
     assert doc["offline"][: len(kept)] == killed["offline"]
     assert len(doc["sittings"]) == 2 and sum(s["steps"] for s in doc["sittings"]) == 6
+
+
+def test_a_resumed_live_sweep_runs_only_the_missing_rate_x_scenario_steps(tmp_path, monkeypatch):
+    from paclo.perf import live_runner
+
+    ran: list[tuple[str, int]] = []
+
+    def one(opts, cfg, env, console, worker_cmd):
+        ran.append((cfg["scenario"], cfg["target_pps"]))
+        return {"mode": "live", "scenario": cfg["scenario"], "config": cfg}
+
+    monkeypatch.setattr(live_runner, "_run_one", one)
+    opts = cli.parse_args(["--mode", "live", "--output", str(tmp_path), "--scenarios", "live-raw,live-managed-raw",
+                           "--rates", "1000,2000", "--port", "39391"])
+    every = [(s, r) for r in (1000, 2000) for s in ("live-raw", "live-managed-raw")]
+    done = {("live", s, r) for s, r in every[:3]}
+    stepped: list[tuple[str, int]] = []
+    results, _ = live_runner.run_live(opts, {}, Log(), done=done,
+                                      on_step=lambda r: stepped.append((r["scenario"], r["config"]["target_pps"])))
+    assert ran == stepped == every[3:]
+    assert [(r["scenario"], r["config"]["target_pps"]) for r in results] == every[3:]

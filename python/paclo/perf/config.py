@@ -86,6 +86,10 @@ ESTIMATE_NS_PER_PACKET = {
     "peer-scapy-raw": 1_200, "peer-scapy-decode": 120_000,
 }
 ESTIMATE_WORKER_START_S = 1.15
+# A live run beyond its capture duration: the capture's set-up, the generator's start and the
+# idle timeout that ends it (the reference sweep of 2026-12-02: 97 s a step of 6 x 15 s runs
+# where the generator reached the rate, 118 s where it sent for its cap, 1.25 x the duration).
+ESTIMATE_LIVE_RUN_OVERHEAD_S = 0.95
 ESTIMATE_GENERATE_NS_PER_PACKET = 5_000  # 912 MB for 3 x 1,000,000 packets took about 15 s
 
 # A measured run shorter than this is too short to time well (timer, scheduler and cache noise

@@ -180,6 +180,16 @@ def write_report(
     env = _environment(doc)
     parts = [f"<h1>paclo performance report</h1><p>Profile <b>{html.escape(str(doc.get('profile')))}</b>, "
              f"results written {html.escape(str(doc.get('created_at')))}.</p>"]
+    if doc.get("complete") is False:
+        done = len(doc.get("offline") or []) + len(doc.get("live") or [])
+        parts.append(f"<p><b>Incomplete run</b>: {done} steps finished; the run was stopped, killed or failed "
+                     "(the same command with --resume continues it).</p>")
+    sittings = doc.get("sittings")
+    if isinstance(sittings, list) and len(sittings) > 1:
+        rows = [[str(s.get("started_at")), str(s.get("finished_at") or "-"), str(s.get("steps")),
+                 " ".join(map(str, s.get("command_line") or []))] for s in sittings if isinstance(s, Mapping)]
+        parts.append("<h2>Sittings</h2><p>The run was resumed: each sitting ran the steps it counts.</p>"
+                     + _html_table(["started", "finished", "steps", "command"], rows))
     if env:
         rows = [[k, " ".join(map(str, v)) if isinstance(v, list) else str(v)] for k, v in env.items()]
         parts.append("<h2>Machine and software</h2>" + _html_table(["field", "value"], rows))

@@ -210,12 +210,19 @@ def plan(opts: Options, datasets: Datasets | None) -> tuple[int, list[str]]:
     lines = []
     steps = 0
     seconds = 0.0
+    at_most = 0.0  # the live steps' bound: loopback senders that cannot reach a rate send for their cap
     if opts.mode in ("live", "all"):
+        from .live_worker import send_cap_ms
+
         names = live_scenarios(opts)
         n = len(opts.rates) * len(names)
         steps += n
-        # each run captures for the duration, plus the worker's start and the capture's set-up
-        seconds += n * (passes * opts.duration_ms / 1000 + config.ESTIMATE_WORKER_START_S + 1.0)
+        # each run captures for the duration and its overhead, plus the worker's start
+        run_s = opts.duration_ms / 1000 + config.ESTIMATE_LIVE_RUN_OVERHEAD_S
+        seconds += n * (passes * run_s + config.ESTIMATE_WORKER_START_S)
+        if opts.source == "loopback":
+            cap_s = send_cap_ms(opts.duration_ms) / 1000 + config.ESTIMATE_LIVE_RUN_OVERHEAD_S
+            at_most = n * passes * (cap_s - run_s)
         lines.append(f"[perf] live: {n} steps ({len(opts.rates)} rates x {len(names)} scenarios, "
                      f"{_count_text(passes, 'run')} of {opts.duration_ms:,} ms each) on {opts.device}")
     if opts.mode in ("offline", "all"):
@@ -244,6 +251,8 @@ def plan(opts: Options, datasets: Datasets | None) -> tuple[int, list[str]]:
             lines.append(f"[perf] datasets: {_size_text(sum(sizes.values()))} on disk in {folder} "
                          f"({', '.join(f'{c} {_size_text(sizes[c])}' for c in config.CASES)}{state})")
     head = f"[perf] mode {opts.mode}, profile {opts.profile}: {steps} steps, estimated {_duration_text(seconds)}"
+    if at_most:
+        head += f", at most {_duration_text(seconds + at_most)} where the senders cannot reach a rate"
     return steps, [head + " (from a quiet machine's figures; a loaded one takes longer)", *lines]
 
 
