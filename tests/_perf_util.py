@@ -67,3 +67,36 @@ class SpecDatasets:
     expected_bytes = staticmethod(expected_bytes)
     expected_file_size = staticmethod(expected_file_size)
     generate = staticmethod(generate)
+
+
+def workers_of(pid: int) -> set[int]:
+    """PIDs of the perf worker processes whose parent is `pid` (read from /proc)."""
+    from pathlib import Path
+
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == pid and b"paclo.perf.worker" in cmdline:
+            found.add(int(entry.name))
+    return found
+
+
+def second_step_started(proc, timeout_s: float = 600) -> set[int]:
+    """Wait until the runner `proc` has started its second worker (so its first step has
+    finished); return every worker PID seen. Fails the test if the runner ends first."""
+    import time
+
+    seen: set[int] = set()
+    deadline = time.monotonic() + timeout_s
+    while len(seen) < 2 and proc.poll() is None and time.monotonic() < deadline:
+        seen |= workers_of(proc.pid)
+        time.sleep(0.05)
+    assert len(seen) >= 2, "the runner finished or stalled before its second step"
+    return seen

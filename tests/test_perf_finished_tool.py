@@ -9,12 +9,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from importlib.metadata import version
 from pathlib import Path
 
 import jsonschema
-from _perf_util import SpecDatasets, expected_file_size
+from _perf_util import SpecDatasets, expected_file_size, second_step_started, workers_of
 
 from paclo.perf import cli, config, runner
 
@@ -78,22 +77,6 @@ def test_version():
         assert (r.returncode, r.stdout, r.stderr) == (0, f"paclo.perf {version('paclo')}\n", "")
 
 
-def _workers_of(pid: int) -> set[int]:
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        if ppid == pid and b"paclo.perf.worker" in cmdline:
-            found.add(int(entry.name))
-    return found
-
-
 def test_sigint_writes_the_finished_steps_marked_incomplete_and_exits_130(tmp_path):
     out = tmp_path / "perf"
     # Long enough steps (many runs) that SIGINT lands inside one; the first step has finished
@@ -103,14 +86,9 @@ def test_sigint_writes_the_finished_steps_marked_incomplete_and_exits_130(tmp_pa
          "--scenarios", "raw-seq,full-decode", "--runs", "40", "--output", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
-    seen: set[int] = set()
-    deadline = time.monotonic() + 600
     try:
-        while len(seen) < 2 and proc.poll() is None and time.monotonic() < deadline:
-            seen |= _workers_of(proc.pid)
-            time.sleep(0.05)
-        assert len(seen) >= 2, "the runner finished or stalled before its second step"
-        current = _workers_of(proc.pid)
+        second_step_started(proc)
+        current = workers_of(proc.pid)
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=60)
     finally:

@@ -10,12 +10,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import jsonschema
 import pytest
-from _perf_util import SpecDatasets
+from _perf_util import SpecDatasets, second_step_started
 
 from paclo.perf import cli, config, runner
 from paclo.perf.options import UsageError
@@ -142,21 +141,6 @@ def test_resume_errors_exit_with_their_code_and_no_traceback(tmp_path):
     assert r.stderr.startswith("paclo perf: error: resume: no results.json in ") and "Traceback" not in r.stderr
 
 
-def _workers_of(pid: int) -> set[int]:
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == pid and b"paclo.perf.worker" in cmdline:
-            found.add(int(entry.name))
-    return found
-
-
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM])
 def test_a_killed_or_terminated_runner_keeps_its_finished_steps_and_resumes(tmp_path, how):
     out = tmp_path / "perf"
@@ -164,12 +148,8 @@ def test_a_killed_or_terminated_runner_keeps_its_finished_steps_and_resumes(tmp_
             "--scenarios", "raw-seq,full-decode", "--runs", "40", "--output", str(out)]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen: set[int] = set()
-    deadline = time.monotonic() + 600
     try:
-        while len(seen) < 2 and proc.poll() is None and time.monotonic() < deadline:
-            seen |= _workers_of(proc.pid)
-            time.sleep(0.05)
-        assert len(seen) >= 2, "the runner finished or stalled before its second step"
+        seen = second_step_started(proc)
         proc.send_signal(how)
         _, stderr = proc.communicate(timeout=60)
     finally:
