@@ -75,6 +75,7 @@ def test_results_json_is_written_after_every_step(tmp_path):
         validate(d)
     assert doc["complete"] is True and steps(doc) == ORDER
     assert all(r["finished_at"].endswith("Z") for r in doc["offline"])
+    assert all(len(r["load_average"]) == 3 and min(r["load_average"]) >= 0 for r in doc["offline"])
     assert [s["steps"] for s in doc["sittings"]] == [6]
 
 

@@ -391,6 +391,8 @@ def run(opts: Options, *, datasets: Datasets | None = None, worker_cmd: OfflineW
 
     def checkpoint(result: dict[str, Any]) -> None:
         result["finished_at"] = _now()
+        # what else ran: the 1, 5 and 15 min load averages as the step ended (its own processes included)
+        result["load_average"] = [round(x, 2) for x in os.getloadavg()]
         sittings[-1]["steps"] += 1
         write_results(results_path, document(False))
 
