@@ -9,6 +9,11 @@
 //! per-connection state inside the timed loop as the reference does. JA4X is also
 //! measured on its own (the DER certificate alone), which is what the reference's JA4X
 //! benchmark reads. Allocation counts come from paclo's counting allocator.
+//!
+//! `-- NAME --ops=N` runs exactly N ops of each selected benchmark once (no calibration,
+//! no timing): the difference of `perf stat -e instructions:u` between two values of N,
+//! divided by their difference, is the instructions per op, which a loaded machine does
+//! not change.
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -256,6 +261,18 @@ struct Run {
     ops: u64,
 }
 
+/// Exactly `n` ops through `process`, for counting instructions.
+fn run_fixed(fp: &mut Fingerprinter, pkts: &[RawPacket], n: u64) {
+    for _ in 0..n {
+        fp.clear();
+        for p in pkts {
+            fp.process(p, &mut |e: &Event| {
+                black_box(e.value);
+            });
+        }
+    }
+}
+
 fn run(fp: &mut Fingerprinter, pkts: &[RawPacket], target: Duration) -> Run {
     // Calibrate the op count to about `target`.
     let mut n = 1u64;
@@ -314,6 +331,10 @@ fn main() {
     // `cargo bench --bench fingerprints -- NAME` runs the benchmarks whose name holds NAME.
     let only: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
     let wanted = |name: &str| only.as_deref().is_none_or(|o| name.contains(o));
+    let fixed: Option<u64> = std::env::args().find_map(|a| {
+        a.strip_prefix("--ops=")
+            .map(|n| n.parse().expect("--ops=N: a count"))
+    });
     for case in cases().into_iter().filter(|c| wanted(c.name)) {
         let methods = match case.method {
             Some(m) => Methods::NONE.with(m),
@@ -335,6 +356,11 @@ fn main() {
                 data: d,
             })
             .collect();
+        if let Some(n) = fixed {
+            run_fixed(&mut fp, &pkts, n);
+            println!("Benchmark{:<44} {n:>10} ops (fixed count)", case.name);
+            continue;
+        }
         let mut runs: Vec<Run> = (0..reps).map(|_| run(&mut fp, &pkts, target)).collect();
         report(case.name, &mut runs);
     }
@@ -395,6 +421,13 @@ fn main() {
     ));
     for (name, f) in pure.iter_mut() {
         if !wanted(name) {
+            continue;
+        }
+        if let Some(n) = fixed {
+            for _ in 0..n {
+                black_box(f());
+            }
+            println!("Benchmark{name:<44} {n:>10} ops (fixed count)");
             continue;
         }
         let mut runs = Vec::new();

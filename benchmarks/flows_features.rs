@@ -6,6 +6,11 @@
 //! timeouts), and prints per variant the median ns/packet with the spread (min-max) over
 //! the rounds, and the difference of the median to the basic table: in wall-clock time and
 //! in the thread's CPU time (the steadier one on a shared machine).
+//!
+//! `--only NAME` (or `--only=NAME`) runs only the variants whose name contains NAME (not the
+//! walk, no differences printed), for an instruction count of one variant: `valgrind
+//! --tool=callgrind --toggle-collect='*flows_features::table*' target/release/deps/flows_features-*
+//! --only '+ mac' FILE.pcap 1` counts the instructions spent in the table alone.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -24,6 +29,7 @@ fn cpu_ns() -> f64 {
     ts.tv_sec as f64 * 1e9 + ts.tv_nsec as f64
 }
 
+#[inline(never)]
 fn walk(path: &str) -> u64 {
     let mut r = FileReader::open(path).unwrap();
     let mut n = 0u64;
@@ -33,6 +39,7 @@ fn walk(path: &str) -> u64 {
     n
 }
 
+#[inline(never)]
 fn table(path: &str, opts: FlowOptions, stream: bool) -> u64 {
     let mut r = FileReader::open(path).unwrap();
     let mut t = FlowTable::new(opts);
@@ -55,10 +62,18 @@ fn table(path: &str, opts: FlowOptions, stream: bool) -> u64 {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
+    let mut only: Option<String> = None;
+    let mut args: Vec<String> = Vec::new();
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        if a == "--only" {
+            only = it.next();
+        } else if let Some(name) = a.strip_prefix("--only=") {
+            only = Some(name.to_string());
+        } else if !a.starts_with('-') {
+            args.push(a);
+        }
+    }
     let Some(path) = args.first() else {
         eprintln!("usage: cargo bench --bench flows_features -- FILE.pcap [ROUNDS]");
         std::process::exit(2);
@@ -94,7 +109,10 @@ fn main() {
     };
     type Variant = (&'static str, Box<dyn Fn() -> u64>);
     let p = path.clone();
-    let mut variants: Vec<Variant> = vec![("walk", Box::new(move || walk(&p)))];
+    let mut variants: Vec<Variant> = Vec::new();
+    if only.is_none() {
+        variants.push(("walk", Box::new(move || walk(&p))));
+    }
     let cases: [(&'static str, FlowOptions, bool); 10] = [
         ("flows basic", base, false),
         ("flows bidirectional", bi, false),
@@ -153,8 +171,21 @@ fn main() {
         ),
     ];
     for (name, opts, stream) in cases {
+        if only.as_ref().is_some_and(|o| !name.contains(o.as_str())) {
+            continue;
+        }
         let p = path.clone();
         variants.push((name, Box::new(move || table(&p, opts, stream))));
+    }
+    if let Some(o) = &only {
+        variants.retain(|(name, _)| name.contains(o.as_str()));
+        for (name, f) in &variants {
+            for _ in 0..rounds {
+                black_box(f());
+            }
+            println!("{path}: {count} packets, {name}: {rounds} rounds (--only)");
+        }
+        return;
     }
     black_box(walk(path));
     let mut wall: Vec<Vec<f64>> = vec![Vec::new(); variants.len()];
@@ -176,6 +207,10 @@ fn main() {
     };
     let mw: Vec<f64> = wall.iter_mut().map(median).collect();
     let mc: Vec<f64> = cpu.iter_mut().map(median).collect();
+    let b = variants
+        .iter()
+        .position(|v| v.0 == "flows basic")
+        .unwrap_or(0);
     for (i, (name, _)) in variants.iter().enumerate() {
         let (w, c) = (&wall[i], &cpu[i]);
         println!(
@@ -183,11 +218,11 @@ fn main() {
             mw[i],
             w[0],
             w[w.len() - 1],
-            mw[i] - mw[1],
+            mw[i] - mw[b],
             mc[i],
             c[0],
             c[c.len() - 1],
-            mc[i] - mc[1],
+            mc[i] - mc[b],
         );
     }
 }

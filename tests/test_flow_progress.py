@@ -53,9 +53,9 @@ def test_one_file_reports_each_chunk_then_the_whole_file(files):
     big, _ = files
     size = big.stat().st_size
     rec = Recorder()
-    _paclo.flow_table([str(big)], progress=rec)
+    _paclo.flow_table([str(big)], progress=rec, threads=1)
     _check(rec, size)
-    # Three full chunks, each reported when the loop asks its check, then the end.
+    # One thread: three full chunks, each reported when the loop asks its check, then the end.
     assert len(rec.updates) == 4 and 0 < rec.updates[0][0] < rec.updates[1][0] < rec.updates[2][0] < size
 
 

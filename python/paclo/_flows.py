@@ -129,6 +129,12 @@ def _features(features: Any) -> list[str]:
 
 
 MAX_SPLT = 65535
+MAX_THREADS = 1024
+
+
+def _threads(threads: Any) -> int | None:
+    """The ``threads=`` of a call, checked: ``None`` (every core) or a positive integer."""
+    return check_int("threads", threads, 1, MAX_THREADS, optional=True)
 
 
 def _meter_options(
@@ -156,6 +162,7 @@ def project(
     limit: int | None = None,
     view: View = "numeric",
     progress: bool = False,
+    threads: int | None = None,
     **live: Any,
 ) -> pa.Table:
     """One row per packet: ``ts_ns, caplen, len, ip_version, protocol, src_ip, dst_ip,
@@ -175,9 +182,15 @@ def project(
 
     ``progress=True`` draws paclo's progress line on stderr when it is a terminal: the
     bytes read of the files' total size (files only).
+
+    ``threads`` reads one classic pcap file with that many threads (``None``: every core;
+    ``1``: one thread); the rows and flow ids are those of one thread (see docs/flows.md,
+    "Threads"). A pcapng file, a list of files, and ``flow_id=True`` with timeouts or
+    ``max_flows`` are read as with one thread.
     """
     _check_view(view)
     check_bool("flow_id", flow_id)
+    nthreads = _threads(threads)
     options = _meter_options(bidirectional, idle_timeout, active_timeout, max_flows)
     if not flow_id:
         given = [k for k, v in options.items() if v not in (None, False)]
@@ -186,7 +199,9 @@ def project(
     src = _source("project", source, device, duration=duration, limit=limit, live=live)
     flt = _check_filter(filter)
     with _progress(progress, src, "project") as bar:
-        stream = _paclo.flow_project(src, filter=flt, flow_id=flow_id, progress=bar if bar.enabled else None, **options)
+        stream = _paclo.flow_project(
+            src, filter=flt, flow_id=flow_id, progress=bar if bar.enabled else None, threads=nthreads, **options
+        )
     return _view(_table(stream), view)
 
 
@@ -206,6 +221,7 @@ def flows(
     limit: int | None = None,
     view: View = "numeric",
     progress: bool = False,
+    threads: int | None = None,
     **live: Any,
 ) -> pa.Table:
     """The flow table: one row per flow, aggregated natively.
@@ -229,9 +245,12 @@ def flows(
     ``"evicted"``, counted in the schema metadata ``paclo.flows_evicted``).
     ``flow_id=True`` adds a first column ``flow_id``: the flow's number in the order flows
     began, which ``project(..., flow_id=True)`` gives each packet. ``progress=True`` draws
-    a progress line as for :func:`project`.
+    a progress line as for :func:`project`. ``threads`` reads one classic pcap file with
+    that many threads (``None``: every core), the table that of one thread; with timeouts,
+    ``max_flows`` or feature groups the file is read on one thread (docs/flows.md, "Threads").
     """
     options = _meter_options(bidirectional, idle_timeout, active_timeout, max_flows)
+    nthreads = _threads(threads)
     features = _features(features)
     splt = check_int("splt", splt, 1, MAX_SPLT)
     check_bool("flow_id", flow_id)
@@ -240,7 +259,14 @@ def flows(
     flt = _check_filter(filter)
     with _progress(progress, src, "flows") as bar:
         stream = _paclo.flow_table(
-            src, filter=flt, features=features, splt=splt, flow_id=flow_id, progress=bar if bar.enabled else None, **options
+            src,
+            filter=flt,
+            features=features,
+            splt=splt,
+            flow_id=flow_id,
+            progress=bar if bar.enabled else None,
+            threads=nthreads,
+            **options,
         )
     return _view(_table(stream), view)
 
@@ -297,6 +323,7 @@ def flow_topn(
     duration: float | None = None,
     limit: int | None = None,
     progress: bool = False,
+    threads: int | None = None,
     **live: Any,
 ) -> list[dict[str, Any]]:
     """The ``n`` largest flows: ``[{"flow": {"proto", "src", "dst"}, "packets", "bytes"}]``.
@@ -305,14 +332,21 @@ def flow_topn(
     deterministic. ``src``/``dst`` are ``"ip:port"`` (``"[v6]:port"`` for IPv6, RFC 5952
     text), or the address alone without ports. ``bytes`` sums wire lengths. ``device=``
     captures live instead, as for :func:`project`. ``progress=True`` draws a progress line
-    as for :func:`project`.
+    as for :func:`project`; ``threads`` as for :func:`flows`.
     """
     src = _source("flow_topn", source, device, duration=duration, limit=limit, live=live)
-    return _topn(src, n, by=by, bidirectional=bidirectional, filter=filter, progress=progress)[0]
+    return _topn(src, n, by=by, bidirectional=bidirectional, filter=filter, progress=progress, threads=threads)[0]
 
 
 def _topn(
-    source: Any, n: int, *, by: str, bidirectional: bool, filter: str | None, progress: bool = False
+    source: Any,
+    n: int,
+    *,
+    by: str,
+    bidirectional: bool,
+    filter: str | None,
+    progress: bool = False,
+    threads: int | None = None,
 ) -> tuple[list[dict[str, Any]], int, int]:
     """``flow_topn`` plus the number of flows and of packets aggregated; ``source`` is
     what :func:`_source` returns, or anything :func:`_paths` takes."""
@@ -321,11 +355,18 @@ def _topn(
     if by not in ("packets", "bytes"):
         raise ValueError(f"by must be 'packets' or 'bytes', not {by!r}")
     check_bool("bidirectional", bidirectional)
+    nthreads = _threads(threads)
     src: list[str] | LiveSource = cast(LiveSource, source) if isinstance(source, dict) else _paths(source)
     flt = _check_filter(filter)
     with _progress(progress, src, "flow_topn") as bar:
         rows, nflows, npackets = _paclo.flow_topn(
-            src, n, by_bytes=by == "bytes", bidirectional=bidirectional, filter=flt, progress=bar if bar.enabled else None
+            src,
+            n,
+            by_bytes=by == "bytes",
+            bidirectional=bidirectional,
+            filter=flt,
+            progress=bar if bar.enabled else None,
+            threads=nthreads,
         )
     return rows, nflows, npackets
 

@@ -193,6 +193,7 @@ def flow_project(
     active_timeout: float | None = None,
     max_flows: int | None = None,
     progress: _ProgressDisplay | None = None,
+    threads: int | None = None,
 ) -> ArrowStream: ...
 def flow_table(
     source: Sequence[str | PathLike[str]] | _LiveSource,
@@ -206,6 +207,7 @@ def flow_table(
     max_flows: int | None = None,
     flow_id: bool = False,
     progress: _ProgressDisplay | None = None,
+    threads: int | None = None,
 ) -> ArrowStream: ...
 @final
 class FlowStream:
@@ -238,6 +240,7 @@ def flow_topn(
     bidirectional: bool,
     filter: str | None,
     progress: _ProgressDisplay | None = None,
+    threads: int | None = None,
 ) -> tuple[list[dict[str, Any]], int, int]: ...
 def read_batches(
     source: str | PathLike[str] | _LiveSource, *, batch_size: int = 65536, filter: str | None = None

@@ -79,11 +79,11 @@ impl FingerprintColumns {
     pub fn push(&mut self, e: &Event) {
         self.ts.append_value(e.ts_ns);
         self.method.append_value(e.method.name());
-        self.value.append_value(e.value);
+        self.value.append_value(e.value_str());
         if e.raw.is_empty() {
             self.raw.append_null();
         } else {
-            self.raw.append_value(e.raw);
+            self.raw.append_value(e.raw_str());
         }
         self.ip_version.append_value(e.ip_version);
         self.protocol.append_value(e.protocol);

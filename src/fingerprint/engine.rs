@@ -172,16 +172,20 @@ impl PartialOrd for Endpoint {
 }
 
 /// One fingerprint, borrowed from the state machine until its next call.
+///
+/// `value` and `raw` are the ASCII bytes written; a consumer that wants text reads them
+/// through [`value_str`](Self::value_str) and [`raw_str`](Self::raw_str), which validate
+/// (so one that only compares or stores bytes pays nothing for it).
 #[derive(Clone, Copy, Debug)]
 pub struct Event<'a> {
     /// Capture time of the packet that completed it.
     pub ts_ns: i64,
     /// The method.
     pub method: Method,
-    /// The fingerprint.
-    pub value: &'a str,
-    /// The raw form (empty for methods without one).
-    pub raw: &'a str,
+    /// The fingerprint (ASCII bytes).
+    pub value: &'a [u8],
+    /// The raw form (ASCII bytes; empty for methods without one).
+    pub raw: &'a [u8],
     /// IP version of the packet (4 or 6).
     pub ip_version: u8,
     /// IP protocol (6 TCP, 17 UDP).
@@ -190,6 +194,19 @@ pub struct Event<'a> {
     pub src: Endpoint,
     /// The packet's destination.
     pub dst: Endpoint,
+}
+
+impl Event<'_> {
+    /// The fingerprint as text (only ASCII is ever written; anything else reads as empty).
+    #[inline]
+    pub fn value_str(&self) -> &str {
+        std::str::from_utf8(self.value).unwrap_or("")
+    }
+    /// The raw form as text (empty for methods without one).
+    #[inline]
+    pub fn raw_str(&self) -> &str {
+        std::str::from_utf8(self.raw).unwrap_or("")
+    }
 }
 
 /// A connection, the same for both directions.
@@ -366,8 +383,8 @@ struct QuicConn {
 fn emit<F: FnMut(&Event)>(
     ctx: &Ctx,
     method: Method,
-    value: &str,
-    raw: &str,
+    value: &[u8],
+    raw: &[u8],
     counters: &mut Counters,
     f: &mut F,
 ) {
@@ -391,8 +408,8 @@ fn emit_if<F: FnMut(&Event)>(
     ok: bool,
     ctx: &Ctx,
     method: Method,
-    value: &str,
-    raw: &str,
+    value: &[u8],
+    raw: &[u8],
     counters: &mut Counters,
     f: &mut F,
 ) {
@@ -427,8 +444,8 @@ fn client_hello<F: FnMut(&Event)>(
                 ok,
                 ctx,
                 m,
-                out.value.as_str(),
-                out.raw.as_str(),
+                out.value.as_bytes(),
+                out.raw.as_bytes(),
                 counters,
                 f,
             );
@@ -456,8 +473,8 @@ fn server_hello<F: FnMut(&Event)>(
             ok,
             ctx,
             Method::Ja4S,
-            out.value.as_str(),
-            out.raw.as_str(),
+            out.value.as_bytes(),
+            out.raw.as_bytes(),
             counters,
             f,
         );
@@ -504,8 +521,8 @@ fn request_head<F: FnMut(&Event)>(
         ok,
         ctx,
         Method::Ja4H,
-        s.out.value.as_str(),
-        s.out.raw.as_str(),
+        s.out.value.as_bytes(),
+        s.out.raw.as_bytes(),
         counters,
         f,
     );
@@ -524,8 +541,8 @@ fn certificate<F: FnMut(&Event)>(
             ok,
             ctx,
             Method::Ja4X,
-            out.value.as_str(),
-            out.raw.as_str(),
+            out.value.as_bytes(),
+            out.raw.as_bytes(),
             counters,
             f,
         );
@@ -684,7 +701,7 @@ impl Fingerprinter {
             if !c.window.is_empty() {
                 out.clear();
                 c.window.finish(out);
-                emit(&c.last, Method::Ja4Ssh, out.as_str(), "", counters, f);
+                emit(&c.last, Method::Ja4Ssh, out.as_bytes(), b"", counters, f);
             }
         });
     }
@@ -703,8 +720,8 @@ impl Fingerprinter {
                 emit(
                     &c.last,
                     Method::Ja4Ssh,
-                    out.as_str(),
-                    "",
+                    out.as_bytes(),
+                    b"",
                     &mut self.counters,
                     f,
                 );
@@ -811,7 +828,7 @@ impl Fingerprinter {
             let t = &mut self.s.out.value;
             t.clear();
             ja4t::ja4t(window, options, t);
-            emit(ctx, Method::Ja4T, t.as_str(), "", &mut self.counters, f);
+            emit(ctx, Method::Ja4T, t.as_bytes(), b"", &mut self.counters, f);
         }
         if !m.intersects(TCP_KEYED) {
             return;
@@ -853,7 +870,7 @@ impl Fingerprinter {
                     }
                 };
                 if written {
-                    emit(ctx, Method::Ja4TS, t.as_str(), "", &mut self.counters, f);
+                    emit(ctx, Method::Ja4TS, t.as_bytes(), b"", &mut self.counters, f);
                 }
             }
             if m.has(Method::Ja4LS) || m.has(Method::Ja4LC) {
@@ -866,7 +883,7 @@ impl Fingerprinter {
                                 let t = &mut self.s.out.value;
                                 t.clear();
                                 ja4l::write(a, now, ttl, t);
-                                emit(ctx, Method::Ja4LS, t.as_str(), "", &mut self.counters, f);
+                                emit(ctx, Method::Ja4LS, t.as_bytes(), b"", &mut self.counters, f);
                             }
                         }
                     }
@@ -882,7 +899,7 @@ impl Fingerprinter {
                     let t = &mut self.s.out.value;
                     t.clear();
                     if *server_is_lo == from_lo && st.reset(now, t) {
-                        emit(ctx, Method::Ja4TS, t.as_str(), "", &mut self.counters, f);
+                        emit(ctx, Method::Ja4TS, t.as_bytes(), b"", &mut self.counters, f);
                     }
                 }
             }
@@ -899,7 +916,7 @@ impl Fingerprinter {
                             let t = &mut self.s.out.value;
                             t.clear();
                             ja4l::write(b, now, client_ttl, t);
-                            emit(ctx, Method::Ja4LC, t.as_str(), "", &mut self.counters, f);
+                            emit(ctx, Method::Ja4LC, t.as_bytes(), b"", &mut self.counters, f);
                         }
                     }
                 }
@@ -983,7 +1000,14 @@ impl Fingerprinter {
             let t = &mut self.s.out.value;
             t.clear();
             c.window.finish(t);
-            emit(ctx, Method::Ja4Ssh, t.as_str(), "", &mut self.counters, f);
+            emit(
+                ctx,
+                Method::Ja4Ssh,
+                t.as_bytes(),
+                b"",
+                &mut self.counters,
+                f,
+            );
         }
     }
 
@@ -1152,7 +1176,15 @@ impl Fingerprinter {
         if m.has(Method::Ja4D) && ports.iter().any(|p| ja4d::PORTS.contains(p)) {
             let t = &mut self.s.out.value;
             let ok = ja4d::ja4d(payload, t);
-            emit_if(ok, ctx, Method::Ja4D, t.as_str(), "", &mut self.counters, f);
+            emit_if(
+                ok,
+                ctx,
+                Method::Ja4D,
+                t.as_bytes(),
+                b"",
+                &mut self.counters,
+                f,
+            );
             return;
         }
         if m.has(Method::Ja4D6) && ports.iter().any(|p| ja4d6::PORTS.contains(p)) {
@@ -1162,8 +1194,8 @@ impl Fingerprinter {
                 ok,
                 ctx,
                 Method::Ja4D6,
-                t.as_str(),
-                "",
+                t.as_bytes(),
+                b"",
                 &mut self.counters,
                 f,
             );
@@ -1353,7 +1385,7 @@ impl Fingerprinter {
         }
         let ok = ServerHello::parse_body(&msg[HANDSHAKE_HEADER_LEN..])
             .is_some_and(|sh| ja4s::ja4s(&sh, Transport::Quic, out));
-        let (value, raw) = (out.value.as_str(), out.raw.as_str());
+        let (value, raw) = (out.value.as_bytes(), out.raw.as_bytes());
         emit_if(ok, ctx, Method::Ja4S, value, raw, &mut self.counters, f);
     }
 }

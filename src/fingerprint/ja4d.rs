@@ -8,7 +8,7 @@
 //! c = the parameter request list (option 55, every occurrence) joined by `-`. An empty b
 //! or c is `00`. A message without option 53 gives no fingerprint.
 
-use super::{end_dash_list, push_dash_item_u8, Cursor, Text};
+use super::{digits5, end_dash_list, push_dash_item_u8, Cursor, Text};
 
 /// UDP ports DHCP is read on (server, client, PXE).
 pub const PORTS: [u16; 3] = [67, 68, 4011];
@@ -33,14 +33,6 @@ const TYPES: [&[u8; 5]; 18] = [
 /// Width of part a of JA4D and JA4D6: the type (5), the size (4) and the two flags.
 pub(crate) const A_LEN: usize = 11;
 
-/// Write a message-type name (1-based table) or the five-digit code.
-fn push_type<const N: usize>(t: &mut Text<N>, table: &[&[u8; 5]], code: u8) {
-    match usize::from(code).checked_sub(1).and_then(|i| table.get(i)) {
-        Some(name) => t.push_bytes(&name[..]),
-        None => t.push_dec_width(u64::from(code), 5),
-    }
-}
-
 /// Start a JA4D or JA4D6 value: a placeholder for part a (its fields are known only once
 /// every option is read) and the `_` after it.
 pub(crate) fn start_value<const N: usize>(out: &mut Text<N>) {
@@ -60,13 +52,16 @@ pub(crate) fn fill_part_a<const N: usize>(
     flag_i: bool,
     flag_d: bool,
 ) {
-    let mut a = Text::<16>::new();
-    push_type(&mut a, table, ty);
-    a.push_dec_width(size.min(9999) as u64, 4);
-    a.push(if flag_i { b'i' } else { b'n' });
-    a.push(if flag_d { b'd' } else { b'n' });
-    debug_assert_eq!(a.len(), A_LEN);
-    out.overwrite(0, a.as_bytes());
+    let mut a = [0u8; A_LEN];
+    match usize::from(ty).checked_sub(1).and_then(|i| table.get(i)) {
+        Some(name) => a[..5].copy_from_slice(&name[..]),
+        None => a[..5].copy_from_slice(&digits5(u32::from(ty))),
+    }
+    let size = size.min(9999) as u32;
+    a[5..9].copy_from_slice(&digits5(size)[1..]);
+    a[9] = if flag_i { b'i' } else { b'n' };
+    a[10] = if flag_d { b'd' } else { b'n' };
+    out.overwrite(0, &a);
 }
 
 /// The options of a DHCP message: (code, data) until End; `None` items mean malformed.
@@ -147,7 +142,7 @@ pub fn ja4d<const N: usize>(msg: &[u8], out: &mut Text<N>) -> bool {
             }
             _ => {}
         }
-        push_dash_item_u8(out, b_start, code);
+        push_dash_item_u8(out, code);
     }
     let Some(msg_type) = msg_type else {
         return false;
@@ -158,7 +153,7 @@ pub fn ja4d<const N: usize>(msg: &[u8], out: &mut Text<N>) -> bool {
     if n_params <= KEPT_PARAMETER_LISTS {
         for &p in &params[..n_params] {
             for &x in p {
-                push_dash_item_u8(out, c_start, x);
+                push_dash_item_u8(out, x);
             }
         }
     } else {
@@ -167,7 +162,7 @@ pub fn ja4d<const N: usize>(msg: &[u8], out: &mut Text<N>) -> bool {
             .filter(|(c, _)| *c == OPT_PARAMETER_LIST)
         {
             for &x in p {
-                push_dash_item_u8(out, c_start, x);
+                push_dash_item_u8(out, x);
             }
         }
     }

@@ -69,7 +69,6 @@ fn walk<const N: usize>(
     depth: usize,
     found: &mut Found,
     codes: &mut Text<N>,
-    start: usize,
     oro: &mut Text<N>,
 ) -> Option<()> {
     if depth > MAX_DEPTH {
@@ -79,22 +78,22 @@ fn walk<const N: usize>(
     while !c.is_empty() {
         let code = c.u16()?;
         let data = c.vec16()?;
-        push_dash_item(codes, start, u64::from(code));
+        push_dash_item(codes, u64::from(code));
         match code {
             OPT_CLIENT_ID if found.duid_len.is_none() => found.duid_len = Some(data.len()),
             OPT_IA_TA => found.ia_ta = true,
             OPT_CLIENT_FQDN => found.fqdn = true,
             OPT_ORO => {
                 for p in data.chunks_exact(2) {
-                    push_dash_item(oro, 0, u64::from(u16::from_be_bytes([p[0], p[1]])));
+                    push_dash_item(oro, u64::from(u16::from_be_bytes([p[0], p[1]])));
                 }
             }
             _ => {}
         }
         if code == OPT_RELAY_MSG {
-            walk(options_of(data)?, depth + 1, found, codes, start, oro)?;
+            walk(options_of(data)?, depth + 1, found, codes, oro)?;
         } else if let Some(h) = nested_header(code) {
-            walk(data.get(h..)?, depth + 1, found, codes, start, oro)?;
+            walk(data.get(h..)?, depth + 1, found, codes, oro)?;
         }
     }
     Some(())
@@ -111,7 +110,7 @@ pub fn ja4d6<const N: usize>(msg: &[u8], out: &mut Text<N>, oro: &mut Text<N>) -
     start_value(out);
     let b_start = out.len();
     let mut found = Found::default();
-    if walk(opts, 0, &mut found, out, b_start, oro).is_none() {
+    if walk(opts, 0, &mut found, out, oro).is_none() {
         return false;
     }
     end_dash_list(out, b_start);

@@ -5,7 +5,7 @@
 //! (1) and end-of-options (0) are one byte each and are listed, as are the padding bytes
 //! after an end-of-options. The walk stops at an option whose length is invalid.
 
-use super::Text;
+use super::{end_dash_list, push_dash_item_u8, Text};
 
 /// TCP option kind: end of option list.
 pub const OPT_EOL: u8 = 0;
@@ -40,10 +40,7 @@ pub fn ja4t<const N: usize>(window: u16, options: &[u8], out: &mut Text<N>) {
     let mut i = 0;
     while let Some(&kind) = options.get(i) {
         if kind == OPT_EOL || kind == OPT_NOP {
-            if out.len() > start {
-                out.push(b'-');
-            }
-            out.push_dec_u8(kind);
+            push_dash_item_u8(out, kind);
             i += 1;
             continue;
         }
@@ -54,10 +51,7 @@ pub fn ja4t<const N: usize>(window: u16, options: &[u8], out: &mut Text<N>) {
         let Some(data) = options.get(i + 2..i + len.max(2)).filter(|_| len >= 2) else {
             break;
         };
-        if out.len() > start {
-            out.push(b'-');
-        }
-        out.push_dec_u8(kind);
+        push_dash_item_u8(out, kind);
         match (kind, data) {
             (OPT_MSS, [a, b]) => mss = Some(u16::from_be_bytes([*a, *b])),
             (OPT_WSCALE, [s]) => wscale = Some(*s),
@@ -65,9 +59,7 @@ pub fn ja4t<const N: usize>(window: u16, options: &[u8], out: &mut Text<N>) {
         }
         i += len;
     }
-    if out.len() == start {
-        out.push_str("00");
-    }
+    end_dash_list(out, start);
     out.push(b'_');
     match mss {
         Some(m) => out.push_dec(u64::from(m)),

@@ -286,6 +286,10 @@ impl<const N: usize> Text<N> {
     /// Append `v` in decimal.
     #[inline]
     pub fn push_dec(&mut self, v: u64) {
+        if v < 100_000 {
+            self.push_dec5(v as u32, None);
+            return;
+        }
         let n = dec_len(v);
         match self.buf.get_mut(self.len..self.len + n) {
             Some(dst) => {
@@ -295,14 +299,38 @@ impl<const N: usize> Text<N> {
             None => self.overflow = true,
         }
     }
+    /// Append `v` (below 100,000) in decimal, then `sep` when given. The five digits are
+    /// made zero-padded, the leading zeros shifted out of one 64-bit word, and the word
+    /// stored with one fixed eight-byte copy (no variable-length copy).
+    #[inline]
+    pub(crate) fn push_dec5(&mut self, v: u32, sep: Option<u8>) {
+        debug_assert!(v < 100_000);
+        let n = 1
+            + usize::from(v >= 10)
+            + usize::from(v >= 100)
+            + usize::from(v >= 1000)
+            + usize::from(v >= 10_000);
+        let mut padded = [0u8; 8];
+        padded[..5].copy_from_slice(&digits5(v));
+        let mut word = (u64::from_le_bytes(padded) >> (8 * (5 - n))).to_le_bytes();
+        let mut total = n;
+        if let Some(c) = sep {
+            word[n] = c;
+            total += 1;
+        }
+        self.push_padded(&word, total);
+    }
     /// Append a byte value in decimal, from a table of the 256 texts.
     #[inline]
     pub fn push_dec_u8(&mut self, v: u8) {
-        let text = &DEC_U8[usize::from(v)];
         let n = 1 + usize::from(v >= 10) + usize::from(v >= 100);
-        // Where three bytes fit, a fixed-size copy (the bytes past `n` are overwritten by
-        // the next write or lie past the end).
-        match self.buf.get_mut(self.len..self.len + text.len()) {
+        self.push_padded(&DEC_U8[usize::from(v)], n);
+    }
+    /// Append the first `n` bytes of `text`: where all of `text` fits, one fixed-size
+    /// copy (the bytes past `n` are overwritten by the next write or lie past the end).
+    #[inline]
+    pub(crate) fn push_padded<const K: usize>(&mut self, text: &[u8; K], n: usize) {
+        match self.buf.get_mut(self.len..self.len + K) {
             Some(dst) => {
                 dst.copy_from_slice(text);
                 self.len += n;
@@ -334,6 +362,20 @@ const DIGITS2: &[u8; 200] = b"0001020304050607080910111213141516171819\
 6061626364656667686970717273747576777879\
 8081828384858687888990919293949596979899";
 
+/// `v` (below 100,000) in five decimal digits, zero-padded.
+#[inline]
+pub(crate) fn digits5(v: u32) -> [u8; 5] {
+    debug_assert!(v < 100_000);
+    let (bc, de) = ((v / 100 % 100) as usize * 2, (v % 100) as usize * 2);
+    [
+        b'0' + (v / 10_000 % 10) as u8,
+        DIGITS2[bc],
+        DIGITS2[bc + 1],
+        DIGITS2[de],
+        DIGITS2[de + 1],
+    ]
+}
+
 /// The number of decimal digits of `v`.
 #[inline]
 fn dec_len(v: u64) -> usize {
@@ -357,6 +399,29 @@ fn write_dec(dst: &mut [u8], mut v: u64) {
         dst[i - 1] = b'0' + v as u8;
     }
 }
+
+/// The decimal text of every byte value and a `-`, padded with zero bytes to four.
+const DEC_U8_DASH: [[u8; 4]; 256] = {
+    let mut t = [[0u8; 4]; 256];
+    let mut v = 0;
+    while v < 256 {
+        let n = if v >= 100 {
+            3
+        } else if v >= 10 {
+            2
+        } else {
+            1
+        };
+        let mut i = 0;
+        while i < n {
+            t[v][i] = DEC_U8[v][i];
+            i += 1;
+        }
+        t[v][n] = b'-';
+        v += 1;
+    }
+    t
+};
 
 /// The decimal text of every byte value, padded with zero bytes to three.
 const DEC_U8: [[u8; 3]; 256] = {
@@ -525,29 +590,33 @@ pub(crate) fn push_hex_list<const N: usize>(t: &mut Text<N>, values: &[u16]) {
     }
 }
 
-/// Append `v` in decimal to a `-`-joined list that starts at `start`.
+/// Append `v` in decimal and a `-` to a `-`-joined list ended by [`end_dash_list`].
 #[inline]
-pub(crate) fn push_dash_item<const N: usize>(t: &mut Text<N>, start: usize, v: u64) {
-    if t.len() > start {
+pub(crate) fn push_dash_item<const N: usize>(t: &mut Text<N>, v: u64) {
+    if v < 100_000 {
+        t.push_dec5(v as u32, Some(b'-'));
+    } else {
+        t.push_dec(v);
         t.push(b'-');
     }
-    t.push_dec(v);
 }
 
-/// Append `v` in decimal to a `-`-joined list that starts at `start`.
+/// Append a byte value in decimal and a `-` to a `-`-joined list ended by
+/// [`end_dash_list`]: one fixed four-byte copy from a table.
 #[inline]
-pub(crate) fn push_dash_item_u8<const N: usize>(t: &mut Text<N>, start: usize, v: u8) {
-    if t.len() > start {
-        t.push(b'-');
-    }
-    t.push_dec_u8(v);
+pub(crate) fn push_dash_item_u8<const N: usize>(t: &mut Text<N>, v: u8) {
+    let n = 2 + usize::from(v >= 10) + usize::from(v >= 100);
+    t.push_padded(&DEC_U8_DASH[usize::from(v)], n);
 }
 
-/// End a `-`-joined list that starts at `start`: `00` when it is empty.
+/// End a `-`-joined list that starts at `start`, whose items each end with `-`: `00` when
+/// it is empty, else the last `-` is dropped.
 #[inline]
 pub(crate) fn end_dash_list<const N: usize>(t: &mut Text<N>, start: usize) {
     if t.len() == start {
         t.push_str("00");
+    } else if t.as_bytes().last() == Some(&b'-') {
+        t.len -= 1;
     }
 }
 

@@ -342,6 +342,73 @@ fn ja4d_reads_every_parameter_request_list_in_order() {
 }
 
 #[test]
+fn decimals_below_and_past_100000_and_dash_lists_match_the_standard_formatting() {
+    use super::{end_dash_list, push_dash_item, push_dash_item_u8};
+    // Every five-digit-or-shorter value, after text and at the end of a buffer.
+    for v in (0..=100_010u64).chain([u64::from(u32::MAX), u64::MAX]) {
+        let mut t = Text::<32>::new();
+        t.push(b'x');
+        t.push_dec(v);
+        assert_eq!(t.as_str(), format!("x{v}"));
+        let want = format!("{v}-");
+        let mut t = Text::<32>::new();
+        t.push_bytes(&[b'y'; 32][..32 - want.len()]);
+        push_dash_item(&mut t, v);
+        assert!(!t.overflowed(), "{v}");
+        assert_eq!(&t.as_str()[32 - want.len()..], want);
+    }
+    // Lists of every length 0-40 (byte items and wide items), against a join.
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    for len in 0..=40usize {
+        let items: Vec<u64> = (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x % 70_000
+            })
+            .collect();
+        let bytes: Vec<u8> = items.iter().map(|&v| v as u8).collect();
+        let join = |v: Vec<String>| {
+            if v.is_empty() {
+                "00".to_owned()
+            } else {
+                v.join("-")
+            }
+        };
+        let mut t = Text::<512>::new();
+        t.push(b'_');
+        for &b in &bytes {
+            push_dash_item_u8(&mut t, b);
+        }
+        end_dash_list(&mut t, 1);
+        assert_eq!(
+            t.as_str()[1..],
+            join(bytes.iter().map(|b| b.to_string()).collect())
+        );
+        let mut t = Text::<512>::new();
+        for &v in &items {
+            push_dash_item(&mut t, v);
+        }
+        end_dash_list(&mut t, 0);
+        assert_eq!(
+            t.as_str(),
+            join(items.iter().map(|v| v.to_string()).collect())
+        );
+    }
+    // A list item that does not fit is not written, and says so.
+    let mut t = Text::<3>::new();
+    push_dash_item_u8(&mut t, 7);
+    push_dash_item_u8(&mut t, 200);
+    assert_eq!((t.as_str(), t.overflowed()), ("7-", true));
+    let mut t = Text::<6>::new();
+    push_dash_item(&mut t, 65535);
+    assert_eq!((t.as_str(), t.overflowed()), ("65535-", false));
+    push_dash_item(&mut t, 1);
+    assert!(t.overflowed());
+}
+
+#[test]
 fn decimal_texts_match_the_standard_formatting() {
     for v in 0..=255u8 {
         let mut t = Text::<8>::new();
@@ -715,7 +782,7 @@ mod engine_tests {
                 data,
             };
             fp.process(&p, &mut |e: &Event| {
-                got.push((e.method.name().to_owned(), e.value.to_owned()))
+                got.push((e.method.name().to_owned(), e.value_str().to_owned()))
             });
         }
         got
@@ -853,8 +920,8 @@ mod engine_tests {
         );
         assert!(values(&got, "ja4ssh").is_empty());
         let mut at_end = Vec::new();
-        fp.finish(&mut |e: &Event| at_end.push(e.value.to_owned()));
-        fp.finish(&mut |e: &Event| at_end.push(e.value.to_owned()));
+        fp.finish(&mut |e: &Event| at_end.push(e.value_str().to_owned()));
+        fp.finish(&mut |e: &Event| at_end.push(e.value_str().to_owned()));
         assert_eq!(at_end, ["c0s52_c0s1_c0s0"]);
     }
 

@@ -13,13 +13,14 @@
 
 use std::sync::Arc;
 
-use arrow_array::types::{Float64Type, Int64Type, Int8Type, UInt32Type, UInt64Type};
+use arrow_array::types::{Float64Type, Int64Type, Int8Type, UInt32Type};
 use arrow_array::{ArrayRef, FixedSizeBinaryArray, ListArray, PrimitiveArray};
 use arrow_buffer::{Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field};
 
 use super::app::AppHints;
 use super::fingerprints::{self, FlowFingerprints};
+pub use super::statistical::Statistical;
 use crate::decode::fastpath::{linktype, FlowFields};
 use crate::error::{Error, Result};
 use crate::fingerprint::{Method, Methods};
@@ -273,11 +274,11 @@ pub(crate) fn dense<T: arrow_array::ArrowPrimitiveType>(
 /// packet and divide per packet).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Moments {
-    sum: i128,
-    sumsq: u128,
-    n: u64,
-    min: i64,
-    max: i64,
+    pub(crate) sum: i128,
+    pub(crate) sumsq: u128,
+    pub(crate) n: u64,
+    pub(crate) min: i64,
+    pub(crate) max: i64,
 }
 
 impl Default for Moments {
@@ -315,6 +316,17 @@ impl Moments {
         }
     }
 
+    /// The moments of samples whose exact sums, count and extremes are known.
+    pub(crate) fn from_parts(sum: i128, sumsq: u128, n: u64, min: i64, max: i64) -> Moments {
+        Moments {
+            sum,
+            sumsq,
+            n,
+            min,
+            max,
+        }
+    }
+
     /// Samples added.
     pub fn count(&self) -> u64 {
         self.n
@@ -341,14 +353,19 @@ impl Moments {
             return None;
         }
         let n = i128::from(self.n);
-        let num = i128::try_from(self.sumsq)
-            .ok()
-            .and_then(|s2| n.checked_mul(s2))
-            .and_then(|a| {
-                self.sum
-                    .checked_mul(self.sum)
-                    .and_then(|b| a.checked_sub(b))
-            });
+        let num = if self.n < 1 << 63 && self.sumsq < 1 << 64 && self.sum.unsigned_abs() < 1 << 63 {
+            // Both products are below 2^127: no overflow to check.
+            Some(n * self.sumsq as i128 - self.sum * self.sum)
+        } else {
+            i128::try_from(self.sumsq)
+                .ok()
+                .and_then(|s2| n.checked_mul(s2))
+                .and_then(|a| {
+                    self.sum
+                        .checked_mul(self.sum)
+                        .and_then(|b| a.checked_sub(b))
+                })
+        };
         let var = match num {
             Some(num) => num.max(0) as f64 / (self.n as f64 * (self.n - 1) as f64),
             // Beyond 128 bits: the same formula in floating point.
@@ -361,235 +378,8 @@ impl Moments {
     }
 }
 
-/// TCP flag bits in the order of the per-flag columns (nfstream's).
-const FLAG_COLUMNS: [(&str, u8); 8] = [
-    ("syn", 0x02),
-    ("cwr", 0x80),
-    ("ece", 0x40),
-    ("urg", 0x20),
-    ("ack", 0x10),
-    ("psh", 0x08),
-    ("rst", 0x04),
-    ("fin", 0x01),
-];
-
-/// Statistics of one direction (or of a unidirectional flow).
-#[derive(Clone, Copy, Debug, Default)]
-struct DirStats {
-    ps: Moments,
-    piat: Moments,
-    /// The previous packet's time (for the gaps), the earliest and the latest time.
-    prev_ts: i64,
-    first_ts: i64,
-    last_ts: i64,
-    /// Packets with each TCP flag, indexed by bit (FIN = bit 0 ... CWR = bit 7).
-    flags: [u64; 8],
-}
-
-impl DirStats {
-    #[inline(always)]
-    fn add(&mut self, ts: i64, size: u32, flags: u8) {
-        if self.ps.n > 0 {
-            self.piat.add(ts.saturating_sub(self.prev_ts));
-            self.first_ts = self.first_ts.min(ts);
-            self.last_ts = self.last_ts.max(ts);
-        } else {
-            self.first_ts = ts;
-            self.last_ts = ts;
-        }
-        self.prev_ts = ts;
-        self.ps.add(i64::from(size));
-        let mut f = flags;
-        while f != 0 {
-            self.flags[f.trailing_zeros() as usize] += 1;
-            f &= f - 1;
-        }
-    }
-}
-
-/// One flow's statistics: per direction (only the first for unidirectional tables), and
-/// the gaps between consecutive packets of either direction. The whole flow's sizes,
-/// flags and times are the directions' combined exactly when the columns are written.
-#[derive(Clone, Copy, Debug, Default)]
-struct FlowStatState {
-    dirs: [DirStats; 2],
-    piat: Moments,
-    prev_ts: i64,
-}
-
-impl FlowStatState {
-    /// Size moments of both directions.
-    fn ps(&self) -> Moments {
-        self.dirs[0].ps.merged(&self.dirs[1].ps)
-    }
-}
-
-/// Post-mortem statistics (nfstream's `statistical_analysis`): per direction and for the
-/// whole flow, min/mean/stddev/max of the packet size (wire length) and of the
-/// inter-arrival time, and the number of packets carrying each TCP flag; with directions,
-/// also each direction's first and last packet time and duration.
-pub struct Statistical {
-    bidirectional: bool,
-    flows: Vec<FlowStatState>,
-}
-
-/// What a statistical column reads: the whole flow, or direction 0 or 1.
-#[derive(Clone, Copy)]
-enum Part {
-    Whole,
-    Dir(usize),
-}
-
-impl Statistical {
-    /// Direction columns (`src2dst_`, `dst2src_`) when `bidirectional`.
-    pub fn new(bidirectional: bool) -> Self {
-        Statistical {
-            bidirectional,
-            flows: Vec::new(),
-        }
-    }
-
-    /// Column-name prefixes and the part each reads.
-    fn prefixes(&self) -> &'static [(&'static str, Part)] {
-        if self.bidirectional {
-            &[
-                ("bidirectional_", Part::Whole),
-                ("src2dst_", Part::Dir(0)),
-                ("dst2src_", Part::Dir(1)),
-            ]
-        } else {
-            &[("", Part::Dir(0))]
-        }
-    }
-}
-
-impl FeatureGroup for Statistical {
-    fn fields(&self) -> Vec<Field> {
-        let mut out = Vec::new();
-        for (what, unit, ty) in [
-            ("ps", "", DataType::UInt32),
-            ("piat", "_ns", DataType::Int64),
-        ] {
-            for (p, _) in self.prefixes() {
-                out.push(Field::new(format!("{p}min_{what}{unit}"), ty.clone(), true));
-                out.push(Field::new(
-                    format!("{p}mean_{what}{unit}"),
-                    DataType::Float64,
-                    true,
-                ));
-                out.push(Field::new(
-                    format!("{p}stddev_{what}{unit}"),
-                    DataType::Float64,
-                    true,
-                ));
-                out.push(Field::new(format!("{p}max_{what}{unit}"), ty.clone(), true));
-            }
-        }
-        for (p, _) in self.prefixes() {
-            for (flag, _) in FLAG_COLUMNS {
-                out.push(Field::new(
-                    format!("{p}{flag}_packets"),
-                    DataType::UInt64,
-                    false,
-                ));
-            }
-        }
-        for (p, part) in self.prefixes() {
-            if matches!(part, Part::Dir(_)) && self.bidirectional {
-                for what in ["first_ts_ns", "last_ts_ns", "duration_ns"] {
-                    out.push(Field::new(format!("{p}{what}"), DataType::Int64, true));
-                }
-            }
-        }
-        out
-    }
-
-    fn open(&mut self, slot: usize) {
-        let fresh = FlowStatState::default();
-        match self.flows.get_mut(slot) {
-            Some(s) => *s = fresh,
-            None => self.flows.push(fresh),
-        }
-    }
-
-    #[inline]
-    fn packet(&mut self, slot: usize, p: &PacketView<'_>) {
-        let s = &mut self.flows[slot];
-        let flags = if p.fields.has_tcp_flags {
-            p.fields.tcp_flags
-        } else {
-            0
-        };
-        let ts = p.pkt.ts_ns;
-        if self.bidirectional {
-            if s.dirs[0].ps.n + s.dirs[1].ps.n > 0 {
-                s.piat.add(ts.saturating_sub(s.prev_ts));
-            }
-            s.prev_ts = ts;
-        }
-        s.dirs[usize::from(!p.forward)].add(ts, p.pkt.wirelen, flags);
-    }
-
-    fn columns(&self, slots: &[u32], out: &mut Vec<ArrayRef>) {
-        // One pass over the flows' states (they are large and scattered; a pass per
-        // column would read them some fifty times), then the columns in order.
-        let parts = self.prefixes();
-        let n = slots.len();
-        let moments =
-            || -> Vec<MomentColumns> { parts.iter().map(|_| MomentColumns::new(n)).collect() };
-        let (mut ps, mut piat) = (moments(), moments());
-        let mut flags: Vec<Vec<u64>> = (0..parts.len() * FLAG_COLUMNS.len())
-            .map(|_| Vec::with_capacity(n))
-            .collect();
-        let times = if self.bidirectional { 6 } else { 0 };
-        let mut ts: Vec<Vec<Option<i64>>> = (0..times).map(|_| Vec::with_capacity(n)).collect();
-        for &slot in slots {
-            let s = &self.flows[slot as usize];
-            for (k, &(_, part)) in parts.iter().enumerate() {
-                match part {
-                    Part::Whole => {
-                        ps[k].push(&s.ps());
-                        piat[k].push(&s.piat);
-                    }
-                    Part::Dir(d) => {
-                        ps[k].push(&s.dirs[d].ps);
-                        piat[k].push(&s.dirs[d].piat);
-                    }
-                }
-                for (j, (_, bit)) in FLAG_COLUMNS.iter().enumerate() {
-                    let i = bit.trailing_zeros() as usize;
-                    flags[k * FLAG_COLUMNS.len() + j].push(match part {
-                        Part::Whole => s.dirs[0].flags[i] + s.dirs[1].flags[i],
-                        Part::Dir(d) => s.dirs[d].flags[i],
-                    });
-                }
-            }
-            if self.bidirectional {
-                for (d, dir) in s.dirs.iter().enumerate() {
-                    let seen = dir.ps.n > 0;
-                    ts[3 * d].push(seen.then_some(dir.first_ts));
-                    ts[3 * d + 1].push(seen.then_some(dir.last_ts));
-                    ts[3 * d + 2].push(seen.then(|| dir.last_ts.saturating_sub(dir.first_ts)));
-                }
-            }
-        }
-        for m in ps {
-            m.write(true, out);
-        }
-        for m in piat {
-            m.write(false, out);
-        }
-        for f in flags {
-            out.push(dense::<UInt64Type>(f.into_iter()));
-        }
-        for t in ts {
-            out.push(nullable::<Int64Type>(t.into_iter()));
-        }
-    }
-}
-
 /// The min, mean, stddev and max columns of one set of moments, row by row.
-struct MomentColumns {
+pub(crate) struct MomentColumns {
     min: Vec<Option<i64>>,
     mean: Vec<Option<f64>>,
     stddev: Vec<Option<f64>>,
@@ -597,7 +387,7 @@ struct MomentColumns {
 }
 
 impl MomentColumns {
-    fn new(n: usize) -> Self {
+    pub(crate) fn new(n: usize) -> Self {
         MomentColumns {
             min: Vec::with_capacity(n),
             mean: Vec::with_capacity(n),
@@ -606,7 +396,7 @@ impl MomentColumns {
         }
     }
 
-    fn push(&mut self, m: &Moments) {
+    pub(crate) fn push(&mut self, m: &Moments) {
         self.min.push(m.min());
         self.mean.push(m.mean());
         self.stddev.push(m.stddev());
@@ -614,7 +404,7 @@ impl MomentColumns {
     }
 
     /// The four columns; sizes (`ps`) as UInt32, times as Int64.
-    fn write(self, ps: bool, out: &mut Vec<ArrayRef>) {
+    pub(crate) fn write(self, ps: bool, out: &mut Vec<ArrayRef>) {
         let ends = |v: Vec<Option<i64>>| {
             if ps {
                 nullable::<UInt32Type>(v.into_iter().map(|x| x.map(|x| x as u32)))

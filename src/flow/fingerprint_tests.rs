@@ -211,7 +211,7 @@ fn reference(list: &[(i64, u32, Vec<u8>)]) -> BTreeMap<(Conv, &'static str), Str
     let mut keep = |e: &Event| {
         first
             .entry((conv(e.src, e.dst, e.protocol), e.method.name()))
-            .or_insert_with(|| e.value.to_owned());
+            .or_insert_with(|| e.value_str().to_owned());
     };
     feed(&mut fp, list, &mut keep);
     fp.finish(&mut keep);
@@ -471,7 +471,7 @@ fn one_direction_flows_hold_the_values_of_their_own_packets() {
     feed(&mut fp, &list, &mut |e: &Event| {
         truth
             .entry((((e.src, e.dst), e.protocol), e.method.name()))
-            .or_insert_with(|| e.value.to_owned());
+            .or_insert_with(|| e.value_str().to_owned());
     });
     let b = run(
         &list,

@@ -93,7 +93,7 @@ impl Prints {
         if let Some(i) = column_of(e.method) {
             if self.have & (1 << i) == 0 {
                 self.have |= 1 << i;
-                self.values[i].push_str(e.value);
+                self.values[i].push_str(e.value_str());
             }
         }
     }

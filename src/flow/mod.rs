@@ -12,6 +12,8 @@ pub mod app;
 pub mod columns;
 pub mod features;
 pub mod fingerprints;
+pub mod parallel;
+pub mod statistical;
 pub mod stream;
 pub mod table;
 pub mod text;

@@ -422,10 +422,40 @@ impl FlowTable {
             flow.stats.add(ts, bytes, forward, flags);
             return Some(flow.id);
         }
+        if !self.metered && self.opts.active_timeout_ns.is_none() {
+            // Feature groups alone: one map update, the slot opened with the flow.
+            let FlowTable {
+                map,
+                features,
+                next_id,
+                ..
+            } = self;
+            let flow = map.entry(key).or_insert_with(|| {
+                let id = *next_id;
+                *next_id += 1;
+                Flow {
+                    stats: FlowStats::start(ts),
+                    id,
+                    slot: features.open(),
+                }
+            });
+            flow.stats.add(ts, bytes, forward, flags);
+            features.packet(
+                flow.slot,
+                &PacketView {
+                    pkt,
+                    fields: f,
+                    forward,
+                },
+            );
+            return Some(flow.id);
+        }
         if let Some(idle) = self.opts.idle_timeout_ns {
             // The packet's own time: a packet earlier than the clock (a file out of
             // order) expires nothing.
-            self.expire_idle(ts, idle);
+            if self.due.peek().is_some_and(|d| d.deadline <= ts) {
+                self.expire_idle(ts, idle);
+            }
         }
         if self
             .opts
@@ -506,13 +536,14 @@ impl FlowTable {
             );
         }
         let id = flow.id;
-        if self.due.len() > 2 * self.map.len() + 4096 {
+        if self.metered && self.due.len() > 2 * self.map.len() + 4096 {
             self.rebuild_queue();
         }
         Some(id)
     }
 
     /// Expire the flows whose last packet is `idle` or more before `now`.
+    #[inline(never)]
     fn expire_idle(&mut self, now: i64, idle: i64) {
         while self.due.peek().is_some_and(|d| d.deadline <= now) {
             let Some(d) = self.due.pop() else { break };
@@ -644,24 +675,39 @@ impl FlowTable {
     /// not [`ordered`](FlowOptions::ordered) only). Flows first seen in `other` get ids
     /// after this table's, in their order, so the ids are those of one pass.
     pub fn merge(&mut self, other: FlowTable) {
+        self.merge_ids(other);
+    }
+
+    /// [`merge`](Self::merge), returning for each id of `other` (the index) the id the
+    /// flow has in this table.
+    pub fn merge_ids(&mut self, other: FlowTable) -> Vec<u64> {
         debug_assert!(!self.opts.ordered() && other.expired.is_empty());
+        let mut ids = vec![0; usize::try_from(other.next_id).unwrap_or(0)];
         self.packets += other.packets;
         self.not_aggregated += other.not_aggregated;
         self.clock = self.clock.max(other.clock);
         let mut theirs: Vec<(Packed, Flow)> = other.map.into_iter().collect();
         theirs.sort_unstable_by_key(|(_, f)| f.id);
         for (k, f) in theirs {
-            match self.map.entry(k) {
-                Entry::Occupied(mut e) => e.get_mut().stats.merge(&f.stats),
+            let id = match self.map.entry(k) {
+                Entry::Occupied(mut e) => {
+                    e.get_mut().stats.merge(&f.stats);
+                    e.get().id
+                }
                 Entry::Vacant(v) => {
                     v.insert(Flow {
                         id: self.next_id,
                         ..f
                     });
                     self.next_id += 1;
+                    self.next_id - 1
                 }
+            };
+            if let Some(slot) = usize::try_from(f.id).ok().and_then(|i| ids.get_mut(i)) {
+                *slot = id;
             }
         }
+        ids
     }
 
     /// Every row, ordered by first packet time, key, reason and id.

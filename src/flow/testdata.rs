@@ -230,3 +230,23 @@ pub fn corpus() -> Vec<(u32, Vec<u8>)> {
     out.push((linktype::ETHERNET, ethernet(0x88CC, &[], &[0; 30])));
     out
 }
+
+/// Column `i` of every batch, concatenated by hand (rows are few).
+pub fn arrow_select_concat(
+    batches: &[arrow_array::RecordBatch],
+) -> Vec<std::sync::Arc<dyn arrow_array::Array>> {
+    let n = batches[0].num_columns();
+    (0..n)
+        .map(|i| {
+            let parts: Vec<&dyn arrow_array::Array> =
+                batches.iter().map(|b| b.column(i).as_ref()).collect();
+            let data: Vec<arrow_data::ArrayData> = parts.iter().map(|a| a.to_data()).collect();
+            let refs: Vec<&arrow_data::ArrayData> = data.iter().collect();
+            let mut m = arrow_data::transform::MutableArrayData::new(refs, true, 8);
+            for (j, d) in data.iter().enumerate() {
+                m.try_extend(j, 0, d.len()).unwrap();
+            }
+            arrow_array::make_array(m.freeze())
+        })
+        .collect()
+}

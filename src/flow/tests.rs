@@ -1,4 +1,4 @@
-use super::testdata::{ethernet, ipv4, tcp, udp};
+use super::testdata::{arrow_select_concat, ethernet, ipv4, tcp, udp};
 use super::*;
 use crate::alloc::thread_counts;
 use crate::decode::fastpath::linktype;
@@ -185,23 +185,6 @@ fn projection_columns_hold_the_fields() {
         &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 1, 2, 3, 4]
     );
     assert!(src.is_null(1));
-}
-
-/// Column `i` of every batch, concatenated by hand (rows are few).
-fn arrow_select_concat(batches: &[RecordBatch]) -> Vec<std::sync::Arc<dyn Array>> {
-    let n = batches[0].num_columns();
-    (0..n)
-        .map(|i| {
-            let parts: Vec<&dyn Array> = batches.iter().map(|b| b.column(i).as_ref()).collect();
-            let data: Vec<arrow_data::ArrayData> = parts.iter().map(|a| a.to_data()).collect();
-            let refs: Vec<&arrow_data::ArrayData> = data.iter().collect();
-            let mut m = arrow_data::transform::MutableArrayData::new(refs, true, 8);
-            for (j, d) in data.iter().enumerate() {
-                m.try_extend(j, 0, d.len()).unwrap();
-            }
-            arrow_array::make_array(m.freeze())
-        })
-        .collect()
 }
 
 #[test]

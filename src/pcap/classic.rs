@@ -168,6 +168,13 @@ impl ClassicCursor {
         self.index
     }
 
+    /// Go on from the record that starts at `offset` (a boundary found by
+    /// [`split`](super::split)), counting records from 0 there.
+    pub fn seek(&mut self, offset: usize) {
+        self.offset = offset;
+        self.index = 0;
+    }
+
     /// The next packet of `buf` (the same buffer given to [`ClassicCursor::new`]).
     ///
     /// # Errors

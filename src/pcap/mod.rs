@@ -11,6 +11,7 @@ pub mod classic;
 pub mod guard;
 pub mod pcapng;
 mod reader;
+pub mod split;
 pub mod writer;
 
 pub use bpf::{BpfFilter, FileFilter};

@@ -243,6 +243,35 @@ impl FileReader {
         &self.map
     }
 
+    /// Records read since the file's start (or since [`seek`](Self::seek)).
+    pub fn records(&self) -> u64 {
+        self.cursor.index()
+    }
+
+    /// Go on from the classic record that starts at `offset`, a record boundary (see
+    /// [`split`](super::split)): record indices count from 0 there, and the pages before it
+    /// are left to whoever reads them.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a pcapng file or an offset past the end.
+    pub fn seek(&mut self, offset: usize) -> Result<()> {
+        let RecordCursor::Pcap(c) = &mut self.cursor else {
+            return Err(Error::InvalidArgument(format!(
+                "{}: only a classic pcap file is read from an offset",
+                self.path.display()
+            )));
+        };
+        if offset < classic::FILE_HEADER_LEN || offset > self.map.len() {
+            return Err(Error::InvalidArgument(format!(
+                "{}: offset {offset} is outside the file's records",
+                self.path.display()
+            )));
+        }
+        c.seek(offset);
+        self.released = offset & !(PAGE - 1);
+        Ok(())
+    }
+
     /// Offset of `data` (a slice of a packet from this reader) within the map.
     pub fn offset_of(&self, data: &[u8]) -> usize {
         (data.as_ptr() as usize).wrapping_sub(self.map.as_ptr() as usize)

@@ -12,6 +12,7 @@ use super::error::{warn_oversized, warn_truncated};
 use super::gil::{interruptible, interruptible_progress, WalkProgress};
 use super::interop::ArrowStream;
 use super::progress::ProgressSink;
+use crate::flow::parallel;
 use crate::flow::text::{endpoint, proto_name};
 use crate::flow::{
     self, columns, flows_source, project_source, project_source_with_ids, FeatureSpec, FlowOptions,
@@ -69,6 +70,21 @@ fn file_progress(
     }
 }
 
+/// The threads that read one capture file: `threads` (checked positive; `None` is every
+/// core). A device is read on one thread: it takes no other value.
+fn file_threads(threads: Option<usize>, source: &SourceArg) -> PyResult<usize> {
+    if let Some(n) = threads {
+        positive("threads", n)?;
+    }
+    match source {
+        SourceArg::Files(_) => Ok(parallel::resolve_threads(threads)),
+        SourceArg::Device(_) if threads.is_none_or(|n| n == 1) => Ok(1),
+        SourceArg::Device(_) => Err(PyValueError::new_err(
+            "threads applies to capture files: a device is read on one thread",
+        )),
+    }
+}
+
 pub(crate) fn positive(name: &str, n: usize) -> PyResult<usize> {
     if n == 0 {
         return Err(PyValueError::new_err(format!(
@@ -88,7 +104,7 @@ pub(crate) fn positive(name: &str, n: usize) -> PyResult<usize> {
 #[pyfunction]
 #[pyo3(signature = (
     source, *, filter = None, batch_size = 1_048_576, flow_id = false, bidirectional = false,
-    idle_timeout = None, active_timeout = None, max_flows = None, progress = None,
+    idle_timeout = None, active_timeout = None, max_flows = None, progress = None, threads = None,
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn flow_project(
@@ -102,8 +118,10 @@ pub fn flow_project(
     active_timeout: Option<f64>,
     max_flows: Option<usize>,
     progress: Option<Py<PyAny>>,
+    threads: Option<usize>,
 ) -> PyResult<ArrowStream> {
     let batch_size = positive("batch_size", batch_size)?;
+    let threads = file_threads(threads, &source)?;
     let progress = file_progress(progress, &source)?;
     let opts = flow_options(
         bidirectional,
@@ -119,12 +137,18 @@ pub fn flow_project(
     let (batches, notices) = match source {
         SourceArg::Files(paths) => {
             let paths = nonempty(paths)?;
-            let parallel = paths.len() > 1 && !flow_id;
+            let one = paths.len() == 1;
+            let parallel = (!one && !flow_id) || (one && threads > 1);
             interruptible_progress(py, parallel, progress.as_ref(), |stop| {
-                if flow_id {
-                    flow::project_files_with_ids(&paths, filter, batch_size, opts, stop)
-                } else {
-                    flow::project_files(&paths, filter, batch_size, stop)
+                match paths.as_slice() {
+                    [path] if flow_id => parallel::project_file_with_ids(
+                        path, filter, batch_size, opts, threads, stop,
+                    ),
+                    [path] => parallel::project_file(path, filter, batch_size, threads, stop),
+                    _ if flow_id => {
+                        flow::project_files_with_ids(&paths, filter, batch_size, opts, stop)
+                    }
+                    _ => flow::project_files(&paths, filter, batch_size, stop),
                 }
             })?
         }
@@ -195,14 +219,20 @@ fn build_table(
     filter: Option<String>,
     opts: FlowOptions,
     progress: Option<Py<PyAny>>,
+    threads: Option<usize>,
 ) -> PyResult<FlowTable> {
     let filter = filter.as_deref();
     let progress = file_progress(progress, &source)?;
+    let threads = file_threads(threads, &source)?;
     let (table, notices) = match source {
         SourceArg::Files(paths) => {
             let paths = nonempty(paths)?;
-            interruptible_progress(py, paths.len() > 1, progress.as_ref(), |stop| {
-                flow::flows_files(&paths, filter, opts, stop)
+            let parallel = paths.len() > 1 || (threads > 1 && !opts.ordered());
+            interruptible_progress(py, parallel, progress.as_ref(), |stop| {
+                match paths.as_slice() {
+                    [path] => parallel::flows_file(path, filter, opts, threads, stop),
+                    _ => flow::flows_files(&paths, filter, opts, stop),
+                }
             })?
         }
         SourceArg::Device(live) => device_table(py, live, filter, opts)?,
@@ -233,6 +263,7 @@ fn device_table(
 #[pyo3(signature = (
     source, *, bidirectional = false, idle_timeout = None, active_timeout = None, filter = None,
     features = Vec::new(), splt = 10, max_flows = None, flow_id = false, progress = None,
+    threads = None,
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn flow_table(
@@ -247,6 +278,7 @@ pub fn flow_table(
     max_flows: Option<usize>,
     flow_id: bool,
     progress: Option<Py<PyAny>>,
+    threads: Option<usize>,
 ) -> PyResult<ArrowStream> {
     let opts = flow_options(
         bidirectional,
@@ -258,7 +290,7 @@ pub fn flow_table(
         false,
         flow_id,
     )?;
-    let table = build_table(py, source, filter, opts, progress)?;
+    let table = build_table(py, source, filter, opts, progress, threads)?;
     let batch = py.detach(|| table.to_batch());
     Ok(ArrowStream::from_batches(batch.schema(), vec![batch]))
 }
@@ -266,7 +298,8 @@ pub fn flow_table(
 /// The `n` largest flows as rows `{"flow": {"proto", "src", "dst"}, "packets", "bytes"}`,
 /// plus (flows, packets) totals; `progress` as for [`flow_project`].
 #[pyfunction]
-#[pyo3(signature = (source, n, *, by_bytes, bidirectional, filter, progress = None))]
+#[pyo3(signature = (source, n, *, by_bytes, bidirectional, filter, progress = None, threads = None))]
+#[allow(clippy::too_many_arguments)]
 pub fn flow_topn<'py>(
     py: Python<'py>,
     source: SourceArg,
@@ -275,12 +308,13 @@ pub fn flow_topn<'py>(
     bidirectional: bool,
     filter: Option<String>,
     progress: Option<Py<PyAny>>,
+    threads: Option<usize>,
 ) -> PyResult<(Bound<'py, PyList>, usize, u64)> {
     let opts = FlowOptions {
         bidirectional,
         ..Default::default()
     };
-    let table = build_table(py, source, filter, opts, progress)?;
+    let table = build_table(py, source, filter, opts, progress, threads)?;
     let (packets, _) = table.counts();
     let flows = table.len();
     let top: Vec<(FlowTuple, flow::FlowStats)> = py.detach(|| table.top(n, by_bytes));
