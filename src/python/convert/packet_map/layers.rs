@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 
 use super::cache;
-use super::keys::{Strings, Templates};
+use super::keys::{tcp_flags_map, Strings, Templates};
 use super::{hw_text, name_text, Map, StackText};
 use crate::decode::addr;
 use crate::decode::arp::{Arp, ArpOp};
@@ -53,8 +53,10 @@ fn ipv4_fields(
     l3: &L3<'_>,
 ) -> PyResult<()> {
     let h = &v4.header;
-    m.s(&k.type_, &k.v_ipv4)?;
-    m.int(&k.version, h.version().into())?;
+    // `type`, `version` 4 and `frag` False come with the template.
+    if h.version() != 4 {
+        m.int(&k.version, h.version().into())?;
+    }
     m.int(&k.ihl, u64::from(h.ihl()) * 4)?;
     m.int(&k.tos, v4.tos().into())?;
     m.int(&k.total_length, h.total_len().into())?;
@@ -67,12 +69,9 @@ fn ipv4_fields(
     let dst = cache::ipv4(m.py, h.destination());
     m.set(&k.src, &src)?;
     m.set(&k.dst, &dst)?;
-    let frag = v4.frag();
-    m.set(&k.frag, frag)?;
-    if frag {
+    if v4.frag() {
+        m.set(&k.frag, true)?;
         m.int(&k.frag_offset, v4.frag_offset_raw().into())?;
-    } else {
-        m.none(&k.frag_offset)?;
     }
     flow_key(m, k, t, l3, &src, &dst)?;
     m.set(&k.l4, l4_map(m.py, k, t, &v4.l4)?)?;
@@ -90,8 +89,10 @@ fn ipv6_fields(
     l3: &L3<'_>,
 ) -> PyResult<()> {
     let h = &v6.header;
-    m.s(&k.type_, &k.v_ipv6)?;
-    m.int(&k.version, h.version().into())?;
+    // `type` and `version` 6 come with the template.
+    if h.version() != 6 {
+        m.int(&k.version, h.version().into())?;
+    }
     m.int(&k.traffic_class, h.traffic_class().into())?;
     m.int(&k.flow_label, h.flow_label().value().into())?;
     m.int(&k.payload_length, h.payload_length().into())?;
@@ -125,14 +126,14 @@ fn flow_key<'py>(
     let Some(key) = l3.flow_key() else {
         return m.none(&k.flow_key);
     };
-    let f = if key.proto.has_ports() {
-        Map::like(m.py, &t.flow_ports)?
-    } else {
-        Map::new(m.py)
+    // TCP's and UDP's `proto` come with their template.
+    let f = match key.proto {
+        FlowProto::Tcp => Map::like(m.py, &t.flow_tcp)?,
+        FlowProto::Udp => Map::like(m.py, &t.flow_udp)?,
+        _ => Map::new(m.py),
     };
     match key.proto {
-        FlowProto::Tcp => f.s(&k.proto, &k.v_tcp)?,
-        FlowProto::Udp => f.s(&k.proto, &k.v_udp)?,
+        FlowProto::Tcp | FlowProto::Udp => {}
         FlowProto::Icmp => f.s(&k.proto, &k.v_icmp)?,
         FlowProto::Icmp6 => f.s(&k.proto, &k.v_icmp6)?,
         FlowProto::Other(n) => f.set(&k.proto, n)?,
@@ -181,8 +182,8 @@ fn l4_map<'py>(
         _ => Map::new(py),
     };
     match l4 {
+        // TCP's and UDP's `type` come with their template.
         L4::Tcp(t, app) => {
-            m.s(&k.type_, &k.v_tcp)?;
             m.int(&k.src_port, t.source_port().into())?;
             m.int(&k.dst_port, t.destination_port().into())?;
             m.int(&k.seq, t.sequence_number().into())?;
@@ -197,18 +198,9 @@ fn l4_map<'py>(
                 t.syn(),
                 t.fin(),
             ];
-            let f = Map::like(py, &tpl.tcp_flags)?;
-            f.set(&k.urg, t.urg())?;
-            f.set(&k.ack, t.ack())?;
-            f.set(&k.psh, t.psh())?;
-            f.set(&k.rst, t.rst())?;
-            f.set(&k.syn, t.syn())?;
-            f.set(&k.fin, t.fin())?;
-            f.set(&k.ece, t.ece())?;
-            f.set(&k.cwr, t.cwr())?;
-            m.set(&k.flags, f.d)?;
             // Header byte 13, CWR (bit 7) down to FIN (bit 0).
             let byte = bits.iter().fold(0u8, |acc, &on| (acc << 1) | u8::from(on));
+            m.set(&k.flags, tcp_flags_map(py, k, tpl, byte)?)?;
             m.set(&k.flags_str, cache::tcp_flags(py, byte))?;
             m.int(&k.window, t.window_size().into())?;
             m.int(&k.checksum, t.checksum().into())?;
@@ -222,7 +214,6 @@ fn l4_map<'py>(
             }
         }
         L4::Udp(u, app) => {
-            m.s(&k.type_, &k.v_udp)?;
             m.int(&k.src_port, u.source_port().into())?;
             m.int(&k.dst_port, u.destination_port().into())?;
             m.int(&k.length, u.length().into())?;

@@ -219,19 +219,22 @@ fn decoded_map<'py>(
     };
     let plain_ethernet =
         link.kind == crate::decode::LinkKind::Ethernet && link.vlan.as_slice().is_empty();
-    let m = if plain_ethernet && d.l3.is_some() {
+    let templated = plain_ethernet && d.l3.is_some();
+    let m = if templated {
         Map::like(py, &t.ethernet)?
     } else {
         Map::new(py)
     };
-    link_fields(&m, k, link)?;
+    link_fields(&m, k, link, templated)?;
     if let Some(l3) = &d.l3 {
         m.set(&k.l3, l3_map(py, k, t, l3)?)?;
     }
     Ok(m.d)
 }
 
-fn link_fields(m: &Map<'_>, k: &Strings, link: &Link<'_>) -> PyResult<()> {
+/// The link layer's fields; `templated`: `m` is a copy of the Ethernet template, which holds
+/// the `type` already.
+fn link_fields(m: &Map<'_>, k: &Strings, link: &Link<'_>, templated: bool) -> PyResult<()> {
     use crate::decode::LinkKind as K;
     let ty = match link.kind {
         K::Ethernet => &k.v_ethernet,
@@ -243,7 +246,9 @@ fn link_fields(m: &Map<'_>, k: &Strings, link: &Link<'_>) -> PyResult<()> {
         K::Null => &k.v_null,
         K::Loop => &k.v_loop,
     };
-    m.s(&k.type_, ty)?;
+    if !templated {
+        m.s(&k.type_, ty)?;
+    }
     match link.src {
         Some(b) => m.set(&k.src, hw_text(m.py, b))?,
         None => m.none(&k.src)?,
