@@ -1,6 +1,7 @@
 //! Python objects the packet map shares between packets instead of creating them anew:
-//! ints below 65,536 and the text of recently seen addresses. Both are immutable in Python,
-//! so a shared object is indistinguishable from a fresh one except by `id()`.
+//! ints below 65,536, the text of recently seen addresses and of each TCP flags byte. Ints
+//! and strings are immutable in Python, so a shared object is indistinguishable from a
+//! fresh one except by `id()`.
 //!
 //! Creating an int or a short `str` and freeing it again costs more than a table lookup and
 //! a reference count; most of a packet's ints (ports, lengths, checksums, identifiers) and
