@@ -39,7 +39,8 @@ pub struct FlowTuple {
 }
 
 /// The map's key: a [`FlowTuple`] packed into three words, so hashing and comparing cost
-/// three operations. Addresses are big-endian numbers, so the derived order is numeric.
+/// three operations. Addresses hold their 16 bytes in the machine's order (a plain load
+/// from [`FlowFields`]); [`canonical`](Packed::canonical) compares them as numbers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct Packed {
     src: u128,
@@ -66,8 +67,8 @@ impl Packed {
             0
         };
         Packed {
-            src: u128::from_be_bytes(f.src),
-            dst: u128::from_be_bytes(f.dst),
+            src: u128::from_ne_bytes(f.src),
+            dst: u128::from_ne_bytes(f.dst),
             meta: u64::from(f.ip_version) | u64::from(f.protocol) << 8 | ports | vlan,
         }
     }
@@ -86,7 +87,8 @@ impl Packed {
     /// the packet ran from the canonical source.
     #[inline(always)]
     fn canonical(self) -> (Packed, bool) {
-        if (self.src, self.src_port_bits()) <= (self.dst, self.dst_port_bits()) {
+        let (src, dst) = (u128::from_be(self.src), u128::from_be(self.dst));
+        if (src, self.src_port_bits()) <= (dst, self.dst_port_bits()) {
             (self, true)
         } else {
             let low = self.meta & 0xFFFF;
@@ -109,9 +111,9 @@ impl Packed {
         FlowTuple {
             ip_version: self.meta as u8,
             protocol: (self.meta >> 8) as u8,
-            src: self.src.to_be_bytes(),
+            src: self.src.to_ne_bytes(),
             src_port: port(self.src_port_bits()),
-            dst: self.dst.to_be_bytes(),
+            dst: self.dst.to_ne_bytes(),
             dst_port: port(self.dst_port_bits()),
             vlan_id: (vlan & VLAN_PRESENT != 0).then_some((vlan & 0x0FFF) as u16),
         }

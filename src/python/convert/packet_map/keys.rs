@@ -58,15 +58,18 @@ strings! {
 pub(super) static STRINGS: PyOnceLock<Strings> = PyOnceLock::new();
 static TEMPLATES: PyOnceLock<Templates> = PyOnceLock::new();
 
-/// Dicts with the keys of the common fixed-shape maps (values None). Copying one
-/// (`PyDict_Copy` clones the key table) and replacing its values is cheaper than inserting
-/// every key into a fresh dict, which rebuilds the table as it grows.
+/// Dicts with the keys of the common fixed-shape maps. Copying one (`PyDict_Copy` clones
+/// the key table) and replacing its values is cheaper than inserting every key into a fresh
+/// dict, which rebuilds the table as it grows. Values are None, except where a map of that
+/// shape mostly holds one value (its `type`, the IP version, an unfragmented IPv4 packet's
+/// `frag`): the builder leaves those as they are when the packet agrees.
 pub(super) struct Templates {
     pub(super) top: Py<PyDict>,
     pub(super) ethernet: Py<PyDict>,
     pub(super) ipv4: Py<PyDict>,
     pub(super) ipv6: Py<PyDict>,
-    pub(super) flow_ports: Py<PyDict>,
+    pub(super) flow_tcp: Py<PyDict>,
+    pub(super) flow_udp: Py<PyDict>,
     pub(super) udp: Py<PyDict>,
     pub(super) tcp: Py<PyDict>,
     pub(super) tcp_flags: Py<PyDict>,
@@ -81,76 +84,137 @@ impl Templates {
             }
             Ok(d.unbind())
         };
-        Ok(Templates {
+        // The template `keys` with `type` (its first key) set to `ty`.
+        let typed = |ty: &Py<PyString>, keys: &[&Py<PyString>]| -> PyResult<Py<PyDict>> {
+            let d = t(keys)?;
+            d.bind(py).set_item(k.type_.bind(py), ty.bind(py))?;
+            Ok(d)
+        };
+        let flow = |proto: &Py<PyString>| -> PyResult<Py<PyDict>> {
+            let d = t(&[&k.proto, &k.src_ip, &k.src_port, &k.dst_ip, &k.dst_port])?;
+            d.bind(py).set_item(k.proto.bind(py), proto.bind(py))?;
+            Ok(d)
+        };
+        let tpl = Templates {
             top: t(&[
                 &k.ts_sec, &k.ts_usec, &k.ts_ns, &k.caplen, &k.len, &k.data, &k.decoded,
             ])?,
-            ethernet: t(&[&k.type_, &k.src, &k.dst, &k.eth, &k.l3])?,
-            ipv4: t(&[
-                &k.type_,
-                &k.version,
-                &k.ihl,
-                &k.tos,
-                &k.total_length,
-                &k.id,
-                &k.flags_frag,
-                &k.ttl,
-                &k.protocol,
-                &k.header_checksum,
-                &k.src,
-                &k.dst,
-                &k.frag,
-                &k.frag_offset,
-                &k.flow_key,
-                &k.l4,
-            ])?,
-            ipv6: t(&[
-                &k.type_,
-                &k.version,
-                &k.traffic_class,
-                &k.flow_label,
-                &k.payload_length,
-                &k.next_header,
-                &k.hop_limit,
-                &k.src,
-                &k.dst,
-                &k.src_compact,
-                &k.dst_compact,
-                &k.frag,
-                &k.frag_offset,
-                &k.flow_key,
-                &k.l4,
-            ])?,
-            flow_ports: t(&[&k.proto, &k.src_ip, &k.src_port, &k.dst_ip, &k.dst_port])?,
-            udp: t(&[
-                &k.type_,
-                &k.src_port,
-                &k.dst_port,
-                &k.length,
-                &k.checksum,
-                &k.data_len,
-                &k.payload,
-            ])?,
-            tcp: t(&[
-                &k.type_,
-                &k.src_port,
-                &k.dst_port,
-                &k.seq,
-                &k.ack,
-                &k.flags,
-                &k.flags_str,
-                &k.window,
-                &k.checksum,
-                &k.urgent_pointer,
-                &k.header_len,
-                &k.data_len,
-                &k.payload,
-            ])?,
+            ethernet: typed(&k.v_ethernet, &[&k.type_, &k.src, &k.dst, &k.eth, &k.l3])?,
+            ipv4: typed(
+                &k.v_ipv4,
+                &[
+                    &k.type_,
+                    &k.version,
+                    &k.ihl,
+                    &k.tos,
+                    &k.total_length,
+                    &k.id,
+                    &k.flags_frag,
+                    &k.ttl,
+                    &k.protocol,
+                    &k.header_checksum,
+                    &k.src,
+                    &k.dst,
+                    &k.frag,
+                    &k.frag_offset,
+                    &k.flow_key,
+                    &k.l4,
+                ],
+            )?,
+            ipv6: typed(
+                &k.v_ipv6,
+                &[
+                    &k.type_,
+                    &k.version,
+                    &k.traffic_class,
+                    &k.flow_label,
+                    &k.payload_length,
+                    &k.next_header,
+                    &k.hop_limit,
+                    &k.src,
+                    &k.dst,
+                    &k.src_compact,
+                    &k.dst_compact,
+                    &k.frag,
+                    &k.frag_offset,
+                    &k.flow_key,
+                    &k.l4,
+                ],
+            )?,
+            flow_tcp: flow(&k.v_tcp)?,
+            flow_udp: flow(&k.v_udp)?,
+            udp: typed(
+                &k.v_udp,
+                &[
+                    &k.type_,
+                    &k.src_port,
+                    &k.dst_port,
+                    &k.length,
+                    &k.checksum,
+                    &k.data_len,
+                    &k.payload,
+                ],
+            )?,
+            tcp: typed(
+                &k.v_tcp,
+                &[
+                    &k.type_,
+                    &k.src_port,
+                    &k.dst_port,
+                    &k.seq,
+                    &k.ack,
+                    &k.flags,
+                    &k.flags_str,
+                    &k.window,
+                    &k.checksum,
+                    &k.urgent_pointer,
+                    &k.header_len,
+                    &k.data_len,
+                    &k.payload,
+                ],
+            )?,
             tcp_flags: t(&[
                 &k.urg, &k.ack, &k.psh, &k.rst, &k.syn, &k.fin, &k.ece, &k.cwr,
             ])?,
-        })
+        };
+        let (ipv4, ipv6) = (tpl.ipv4.bind(py), tpl.ipv6.bind(py));
+        ipv4.set_item(k.version.bind(py), 4)?;
+        ipv4.set_item(k.frag.bind(py), false)?;
+        ipv6.set_item(k.version.bind(py), 6)?;
+        Ok(tpl)
     }
+}
+
+/// The `flags` map of each TCP flags byte (CWR in bit 7 down to FIN in bit 0), built on
+/// first use from the `tcp_flags` template.
+static TCP_FLAGS: PyOnceLock<Box<[PyOnceLock<Py<PyDict>>]>> = PyOnceLock::new();
+
+/// A new `flags` map for the TCP flags byte `b`.
+pub(super) fn tcp_flags_map<'py>(
+    py: Python<'py>,
+    k: &Strings,
+    t: &Templates,
+    b: u8,
+) -> PyResult<Bound<'py, PyDict>> {
+    let table = TCP_FLAGS.get_or_init(py, || (0..256).map(|_| PyOnceLock::new()).collect());
+    let d = table[usize::from(b)].get_or_try_init(py, || -> PyResult<Py<PyDict>> {
+        let d = t.tcp_flags.bind(py).copy()?;
+        let bits = [
+            (&k.cwr, 0x80),
+            (&k.ece, 0x40),
+            (&k.urg, 0x20),
+            (&k.ack, 0x10),
+            (&k.psh, 0x08),
+            (&k.rst, 0x04),
+            (&k.syn, 0x02),
+            (&k.fin, 0x01),
+        ];
+        for (key, bit) in bits {
+            d.set_item(key.bind(py), b & bit != 0)?;
+        }
+        Ok(d.unbind())
+    })?;
+    d.bind(py).copy()
 }
 
 pub(super) fn templates(py: Python<'_>, k: &Strings) -> PyResult<&'static Templates> {

@@ -6,7 +6,8 @@ use core::fmt::Write as _;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 
-use super::keys::{Strings, Templates};
+use super::cache;
+use super::keys::{tcp_flags_map, Strings, Templates};
 use super::{hw_text, name_text, Map, StackText};
 use crate::decode::addr;
 use crate::decode::arp::{Arp, ArpOp};
@@ -15,7 +16,6 @@ use crate::decode::icmp::Icmp;
 use crate::decode::tls::ClientHello;
 use crate::decode::{App, FlowProto, Ipv4, Ipv6, L3, L4};
 use crate::fingerprint::ja4;
-use crate::flow::text;
 
 pub(super) fn l3_map<'py>(
     py: Python<'py>,
@@ -53,26 +53,25 @@ fn ipv4_fields(
     l3: &L3<'_>,
 ) -> PyResult<()> {
     let h = &v4.header;
-    m.s(&k.type_, &k.v_ipv4)?;
-    m.set(&k.version, h.version())?;
-    m.set(&k.ihl, usize::from(h.ihl()) * 4)?;
-    m.set(&k.tos, v4.tos())?;
-    m.set(&k.total_length, h.total_len())?;
-    m.set(&k.id, h.identification())?;
-    m.set(&k.flags_frag, v4.flags_frag())?;
-    m.set(&k.ttl, h.ttl())?;
-    m.set(&k.protocol, h.protocol().0)?;
-    m.set(&k.header_checksum, h.header_checksum())?;
-    let src = PyString::new(m.py, addr::ipv4(&h.source()).as_str());
-    let dst = PyString::new(m.py, addr::ipv4(&h.destination()).as_str());
+    // `type`, `version` 4 and `frag` False come with the template.
+    if h.version() != 4 {
+        m.int(&k.version, h.version().into())?;
+    }
+    m.int(&k.ihl, u64::from(h.ihl()) * 4)?;
+    m.int(&k.tos, v4.tos().into())?;
+    m.int(&k.total_length, h.total_len().into())?;
+    m.int(&k.id, h.identification().into())?;
+    m.int(&k.flags_frag, v4.flags_frag().into())?;
+    m.int(&k.ttl, h.ttl().into())?;
+    m.int(&k.protocol, h.protocol().0.into())?;
+    m.int(&k.header_checksum, h.header_checksum().into())?;
+    let src = cache::ipv4(m.py, h.source());
+    let dst = cache::ipv4(m.py, h.destination());
     m.set(&k.src, &src)?;
     m.set(&k.dst, &dst)?;
-    let frag = v4.frag();
-    m.set(&k.frag, frag)?;
-    if frag {
-        m.set(&k.frag_offset, v4.frag_offset_raw())?;
-    } else {
-        m.none(&k.frag_offset)?;
+    if v4.frag() {
+        m.set(&k.frag, true)?;
+        m.int(&k.frag_offset, v4.frag_offset_raw().into())?;
     }
     flow_key(m, k, t, l3, &src, &dst)?;
     m.set(&k.l4, l4_map(m.py, k, t, &v4.l4)?)?;
@@ -90,20 +89,22 @@ fn ipv6_fields(
     l3: &L3<'_>,
 ) -> PyResult<()> {
     let h = &v6.header;
-    m.s(&k.type_, &k.v_ipv6)?;
-    m.set(&k.version, h.version())?;
-    m.set(&k.traffic_class, h.traffic_class())?;
-    m.set(&k.flow_label, h.flow_label().value())?;
-    m.set(&k.payload_length, h.payload_length())?;
-    m.set(&k.next_header, v6.next_header)?;
-    m.set(&k.hop_limit, h.hop_limit())?;
+    // `type` and `version` 6 come with the template.
+    if h.version() != 6 {
+        m.int(&k.version, h.version().into())?;
+    }
+    m.int(&k.traffic_class, h.traffic_class().into())?;
+    m.int(&k.flow_label, h.flow_label().value().into())?;
+    m.int(&k.payload_length, h.payload_length().into())?;
+    m.opt_int(&k.next_header, v6.next_header.map(u64::from))?;
+    m.int(&k.hop_limit, h.hop_limit().into())?;
     let (s, d) = (h.source(), h.destination());
-    let src = PyString::new(m.py, addr::ipv6_full(&s).as_str());
-    let dst = PyString::new(m.py, addr::ipv6_full(&d).as_str());
+    let (src, src_compact) = cache::ipv6(m.py, &s);
+    let (dst, dst_compact) = cache::ipv6(m.py, &d);
     m.set(&k.src, &src)?;
     m.set(&k.dst, &dst)?;
-    m.text(&k.src_compact, addr::ipv6_compact(&s).as_str())?;
-    m.text(&k.dst_compact, addr::ipv6_compact(&d).as_str())?;
+    m.set(&k.src_compact, src_compact)?;
+    m.set(&k.dst_compact, dst_compact)?;
     m.set(&k.frag, v6.frag)?;
     m.set(&k.frag_offset, v6.frag_offset)?;
     flow_key(m, k, t, l3, &src, &dst)?;
@@ -125,25 +126,25 @@ fn flow_key<'py>(
     let Some(key) = l3.flow_key() else {
         return m.none(&k.flow_key);
     };
-    let f = if key.proto.has_ports() {
-        Map::like(m.py, &t.flow_ports)?
-    } else {
-        Map::new(m.py)
+    // TCP's and UDP's `proto` come with their template.
+    let f = match key.proto {
+        FlowProto::Tcp => Map::like(m.py, &t.flow_tcp)?,
+        FlowProto::Udp => Map::like(m.py, &t.flow_udp)?,
+        _ => Map::new(m.py),
     };
     match key.proto {
-        FlowProto::Tcp => f.s(&k.proto, &k.v_tcp)?,
-        FlowProto::Udp => f.s(&k.proto, &k.v_udp)?,
+        FlowProto::Tcp | FlowProto::Udp => {}
         FlowProto::Icmp => f.s(&k.proto, &k.v_icmp)?,
         FlowProto::Icmp6 => f.s(&k.proto, &k.v_icmp6)?,
         FlowProto::Other(n) => f.set(&k.proto, n)?,
     }
     f.set(&k.src_ip, src)?;
     if key.proto.has_ports() {
-        f.set(&k.src_port, key.ports.map(|p| p.0))?;
+        f.set(&k.src_port, key.ports.map(|p| cache::int(m.py, p.0.into())))?;
     }
     f.set(&k.dst_ip, dst)?;
     if key.proto.has_ports() {
-        f.set(&k.dst_port, key.ports.map(|p| p.1))?;
+        f.set(&k.dst_port, key.ports.map(|p| cache::int(m.py, p.1.into())))?;
     }
     m.set(&k.flow_key, f.d)
 }
@@ -181,12 +182,12 @@ fn l4_map<'py>(
         _ => Map::new(py),
     };
     match l4 {
+        // TCP's and UDP's `type` come with their template.
         L4::Tcp(t, app) => {
-            m.s(&k.type_, &k.v_tcp)?;
-            m.set(&k.src_port, t.source_port())?;
-            m.set(&k.dst_port, t.destination_port())?;
-            m.set(&k.seq, t.sequence_number())?;
-            m.set(&k.ack, t.acknowledgment_number())?;
+            m.int(&k.src_port, t.source_port().into())?;
+            m.int(&k.dst_port, t.destination_port().into())?;
+            m.int(&k.seq, t.sequence_number().into())?;
+            m.int(&k.ack, t.acknowledgment_number().into())?;
             let bits = [
                 t.cwr(),
                 t.ece(),
@@ -197,38 +198,28 @@ fn l4_map<'py>(
                 t.syn(),
                 t.fin(),
             ];
-            let f = Map::like(py, &tpl.tcp_flags)?;
-            f.set(&k.urg, t.urg())?;
-            f.set(&k.ack, t.ack())?;
-            f.set(&k.psh, t.psh())?;
-            f.set(&k.rst, t.rst())?;
-            f.set(&k.syn, t.syn())?;
-            f.set(&k.fin, t.fin())?;
-            f.set(&k.ece, t.ece())?;
-            f.set(&k.cwr, t.cwr())?;
-            m.set(&k.flags, f.d)?;
             // Header byte 13, CWR (bit 7) down to FIN (bit 0).
             let byte = bits.iter().fold(0u8, |acc, &on| (acc << 1) | u8::from(on));
-            m.text(&k.flags_str, text::tcp_flags_text(byte).as_str())?;
-            m.set(&k.window, t.window_size())?;
-            m.set(&k.checksum, t.checksum())?;
-            m.set(&k.urgent_pointer, t.urgent_pointer())?;
-            m.set(&k.header_len, usize::from(t.data_offset()) * 4)?;
+            m.set(&k.flags, tcp_flags_map(py, k, tpl, byte)?)?;
+            m.set(&k.flags_str, cache::tcp_flags(py, byte))?;
+            m.int(&k.window, t.window_size().into())?;
+            m.int(&k.checksum, t.checksum().into())?;
+            m.int(&k.urgent_pointer, t.urgent_pointer().into())?;
+            m.int(&k.header_len, u64::from(t.data_offset()) * 4)?;
             let p = t.payload();
-            m.set(&k.data_len, p.len())?;
+            m.int(&k.data_len, p.len() as u64)?;
             m.bytes(&k.payload, p)?;
             if let Some(a) = app {
                 m.set(&k.app, app_obj(py, k, a)?)?;
             }
         }
         L4::Udp(u, app) => {
-            m.s(&k.type_, &k.v_udp)?;
-            m.set(&k.src_port, u.source_port())?;
-            m.set(&k.dst_port, u.destination_port())?;
-            m.set(&k.length, u.length())?;
-            m.set(&k.checksum, u.checksum())?;
+            m.int(&k.src_port, u.source_port().into())?;
+            m.int(&k.dst_port, u.destination_port().into())?;
+            m.int(&k.length, u.length().into())?;
+            m.int(&k.checksum, u.checksum().into())?;
             let p = u.payload();
-            m.set(&k.data_len, p.len())?;
+            m.int(&k.data_len, p.len() as u64)?;
             m.bytes(&k.payload, p)?;
             if let Some(a) = app {
                 m.set(&k.app, app_obj(py, k, a)?)?;
@@ -249,9 +240,9 @@ fn l4_map<'py>(
                     &k.v_ipv4_fragment
                 },
             )?;
-            m.set(&k.offset, *offset)?;
-            m.set(&k.proto, *proto)?;
-            m.set(&k.data_len, payload.len())?;
+            m.int(&k.offset, u64::from(*offset))?;
+            m.int(&k.proto, u64::from(*proto))?;
+            m.int(&k.data_len, payload.len() as u64)?;
             m.bytes(&k.payload, payload)?;
         }
         L4::Unknown {
@@ -260,11 +251,11 @@ fn l4_map<'py>(
             payload,
         } => {
             m.s(&k.type_, &k.v_unknown_l4)?;
-            m.set(&k.proto, *proto)?;
+            m.opt_int(&k.proto, proto.map(u64::from))?;
             if *truncated {
                 m.s(&k.reason, &k.v_truncated)?;
             }
-            m.set(&k.data_len, payload.len())?;
+            m.int(&k.data_len, payload.len() as u64)?;
             m.bytes(&k.payload, payload)?;
         }
     }
@@ -273,9 +264,9 @@ fn l4_map<'py>(
 
 fn icmp_fields(m: &Map<'_>, k: &Strings, i: &Icmp<'_>) -> PyResult<()> {
     m.s(&k.type_, if i.v6 { &k.v_icmpv6 } else { &k.v_icmpv4 })?;
-    m.set(&k.icmp_type, i.icmp_type)?;
-    m.set(&k.code, i.code)?;
-    m.set(&k.checksum, i.checksum)?;
+    m.int(&k.icmp_type, i.icmp_type.into())?;
+    m.int(&k.code, i.code.into())?;
+    m.int(&k.checksum, i.checksum.into())?;
     let tn = i.type_name();
     let cn = i.code_name();
     m.set(&k.type_name, name_text(m.py, tn))?;
@@ -289,7 +280,7 @@ fn icmp_fields(m: &Map<'_>, k: &Strings, i: &Icmp<'_>) -> PyResult<()> {
         None => write!(s, "{tn}"),
     };
     m.text(&k.summary, s.as_str())?;
-    m.set(&k.data_len, i.payload.len())?;
+    m.int(&k.data_len, i.payload.len() as u64)?;
     m.bytes(&k.payload, i.payload)
 }
 

@@ -4,6 +4,7 @@
 //! formatted into stack buffers. Hooks registered through `paclo.decode_ext` run here, so
 //! every source (file reader, reduce, live capture, `paclo.decode`) applies them.
 
+mod cache;
 mod keys;
 mod layers;
 
@@ -84,6 +85,19 @@ impl<'py> Map<'py> {
     {
         self.d.set_item(k.bind(self.py), v)
     }
+    /// An int value (shared below 65,536, see [`cache::int`]).
+    #[inline]
+    pub(super) fn int(&self, k: &Py<PyString>, v: u64) -> PyResult<()> {
+        self.d.set_item(k.bind(self.py), cache::int(self.py, v))
+    }
+    /// An int value, or None.
+    #[inline]
+    pub(super) fn opt_int(&self, k: &Py<PyString>, v: Option<u64>) -> PyResult<()> {
+        match v {
+            Some(v) => self.int(k, v),
+            None => self.none(k),
+        }
+    }
     #[inline]
     pub(super) fn s(&self, k: &Py<PyString>, v: &Py<PyString>) -> PyResult<()> {
         self.d.set_item(k.bind(self.py), v.bind(self.py))
@@ -104,7 +118,7 @@ impl<'py> Map<'py> {
 
 pub(super) fn hw_text<'py>(py: Python<'py>, b: &[u8]) -> Bound<'py, PyString> {
     match <&[u8; 6]>::try_from(b) {
-        Ok(mac) => PyString::new(py, addr::mac(mac).as_str()),
+        Ok(mac) => cache::mac(py, mac),
         Err(_) => PyString::new(py, addr::hw(b).as_str()),
     }
 }
@@ -150,8 +164,8 @@ pub fn full_map_with<'py>(
     top.set(&k.ts_sec, pkt.ts_sec())?;
     top.set(&k.ts_usec, pkt.ts_usec())?;
     top.set(&k.ts_ns, pkt.ts_ns)?;
-    top.set(&k.caplen, pkt.caplen)?;
-    top.set(&k.len, pkt.wirelen)?;
+    top.int(&k.caplen, pkt.caplen.into())?;
+    top.int(&k.len, pkt.wirelen.into())?;
     match data {
         Some(obj) => top.set(&k.data, obj)?,
         None => top.bytes(&k.data, pkt.data)?,
@@ -205,19 +219,22 @@ fn decoded_map<'py>(
     };
     let plain_ethernet =
         link.kind == crate::decode::LinkKind::Ethernet && link.vlan.as_slice().is_empty();
-    let m = if plain_ethernet && d.l3.is_some() {
+    let templated = plain_ethernet && d.l3.is_some();
+    let m = if templated {
         Map::like(py, &t.ethernet)?
     } else {
         Map::new(py)
     };
-    link_fields(&m, k, link)?;
+    link_fields(&m, k, link, templated)?;
     if let Some(l3) = &d.l3 {
         m.set(&k.l3, l3_map(py, k, t, l3)?)?;
     }
     Ok(m.d)
 }
 
-fn link_fields(m: &Map<'_>, k: &Strings, link: &Link<'_>) -> PyResult<()> {
+/// The link layer's fields; `templated`: `m` is a copy of the Ethernet template, which holds
+/// the `type` already.
+fn link_fields(m: &Map<'_>, k: &Strings, link: &Link<'_>, templated: bool) -> PyResult<()> {
     use crate::decode::LinkKind as K;
     let ty = match link.kind {
         K::Ethernet => &k.v_ethernet,
@@ -229,7 +246,9 @@ fn link_fields(m: &Map<'_>, k: &Strings, link: &Link<'_>) -> PyResult<()> {
         K::Null => &k.v_null,
         K::Loop => &k.v_loop,
     };
-    m.s(&k.type_, ty)?;
+    if !templated {
+        m.s(&k.type_, ty)?;
+    }
     match link.src {
         Some(b) => m.set(&k.src, hw_text(m.py, b))?,
         None => m.none(&k.src)?,
@@ -238,7 +257,7 @@ fn link_fields(m: &Map<'_>, k: &Strings, link: &Link<'_>) -> PyResult<()> {
         Some(b) => m.set(&k.dst, hw_text(m.py, b))?,
         None => m.none(&k.dst)?,
     }
-    m.set(&k.eth, link.eth)?;
+    m.opt_int(&k.eth, link.eth.map(u64::from))?;
     if let Some(v) = link.pkttype {
         m.set(&k.pkttype, v)?;
     }
