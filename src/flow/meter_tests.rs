@@ -312,6 +312,82 @@ fn splt_lists_are_the_first_packets() {
 }
 
 #[test]
+fn splt_and_macs_over_many_flows_and_reused_slots() {
+    // More flows than a chunk holds, slots reused, rows asked out of order: each flow's
+    // lists are its own first packets and its addresses its first packet's.
+    let mut splt = features::Splt::new(3);
+    let mut macs = features::Macs::default();
+    let frame = |s: usize| {
+        let mut f = vec![0u8; 14];
+        f[..6].copy_from_slice(&[2, 0, 0, 0, (s >> 8) as u8, s as u8]);
+        f[6..12].copy_from_slice(&[4, 0, 0, 0, (s >> 8) as u8, s as u8]);
+        f
+    };
+    let flows = 2_500usize;
+    let feed = |splt: &mut features::Splt, macs: &mut features::Macs, s: usize, round: i64| {
+        splt.open(s);
+        macs.open(s);
+        let data = frame(s);
+        for k in 0..(s % 5) as i64 {
+            let pkt = RawPacket {
+                ts_ns: round * 1_000_000 + 10 * k * k,
+                caplen: 14,
+                wirelen: (s as u32) * 10 + k as u32,
+                linktype: linktype::ETHERNET,
+                data: &data,
+            };
+            let fields = FlowFields::default();
+            let p = PacketView {
+                pkt: &pkt,
+                fields: &fields,
+                forward: k % 2 == 0,
+            };
+            splt.packet(s, &p);
+            macs.packet(s, &p);
+        }
+    };
+    for round in 0..2 {
+        for s in 0..flows {
+            feed(&mut splt, &mut macs, s, round);
+        }
+    }
+    let slots: Vec<u32> = (0..flows as u32).rev().step_by(3).chain([7, 7]).collect();
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    splt.columns(&slots, &mut a);
+    macs.columns(&slots, &mut b);
+    for (row, &s) in slots.iter().enumerate() {
+        let s = s as usize;
+        let n = (s % 5).min(3);
+        let ps = a[1].as_list::<i32>().value(row);
+        let ps: Vec<u32> = ps.as_primitive::<UInt32Type>().values().to_vec();
+        assert_eq!(
+            ps,
+            (0..n as u32).map(|k| s as u32 * 10 + k).collect::<Vec<_>>()
+        );
+        let piat = a[2].as_list::<i32>().value(row);
+        let piat: Vec<i64> = piat.as_primitive::<Int64Type>().values().to_vec();
+        let want: Vec<i64> = (0..n as i64)
+            .map(|k| if k == 0 { 0 } else { 10 * (2 * k - 1) })
+            .collect();
+        assert_eq!(piat, want);
+        let dir = a[0].as_list::<i32>().value(row);
+        let dir: Vec<i8> = dir.as_primitive::<Int8Type>().values().to_vec();
+        assert_eq!(dir, (0..n).map(|k| (k % 2) as i8).collect::<Vec<_>>());
+        let src = b[0].as_fixed_size_binary();
+        if n == 0 {
+            assert!(src.is_null(row));
+        } else {
+            // The first packet runs forward: the key's source is the frame's source.
+            assert_eq!(src.value(row), &[4, 0, 0, 0, (s >> 8) as u8, s as u8]);
+            assert_eq!(
+                b[1].as_fixed_size_binary().value(row),
+                &[2, 0, 0, 0, (s >> 8) as u8, s as u8]
+            );
+        }
+    }
+}
+
+#[test]
 fn macs_come_from_the_first_packet_in_key_order() {
     // The reverse packet comes first: the key's source (10.1.0.1) is its destination.
     let list = vec![
