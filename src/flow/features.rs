@@ -20,7 +20,6 @@ use arrow_schema::{DataType, Field};
 
 use super::app::AppHints;
 use super::fingerprints::{self, FlowFingerprints};
-use super::slots::{Chunks, Runs};
 pub use super::statistical::Statistical;
 use crate::decode::fastpath::{linktype, FlowFields};
 use crate::error::{Error, Result};
@@ -359,46 +358,38 @@ impl Moments {
 pub struct Splt {
     n: usize,
     /// Per slot: packets recorded so far and the last packet's time.
-    seen: Chunks<(u16, i64)>,
+    seen: Vec<(u16, i64)>,
     /// `n` entries per slot.
-    entries: Runs<SpltEntry>,
-}
-
-/// One packet of a flow's first `n`.
-#[derive(Clone, Copy, Default)]
-struct SpltEntry {
-    piat: i64,
-    ps: u32,
-    direction: i8,
+    direction: Vec<i8>,
+    ps: Vec<u32>,
+    piat: Vec<i64>,
 }
 
 impl Splt {
     /// The first `n` packets (at least 1).
     pub fn new(n: u16) -> Self {
-        let n = usize::from(n.max(1));
         Splt {
-            n,
-            seen: Chunks::default(),
-            entries: Runs::new(n),
+            n: usize::from(n.max(1)),
+            seen: Vec::new(),
+            direction: Vec::new(),
+            ps: Vec::new(),
+            piat: Vec::new(),
         }
     }
 
-    /// The list column of one field of the entries of `slots`.
     fn list<T: arrow_array::ArrowPrimitiveType>(
         &self,
         slots: &[u32],
+        values: &[T::Native],
         item: DataType,
-        value: impl Fn(&SpltEntry) -> T::Native,
     ) -> ArrayRef {
         let mut offsets = Vec::with_capacity(slots.len() + 1);
-        offsets.push(0i32);
         let mut flat = Vec::new();
+        offsets.push(0i32);
         for &s in slots {
             let s = s as usize;
-            let len = self.seen.get(s).map_or(0, |seen| usize::from(seen.0));
-            if let Some(run) = self.entries.get(s) {
-                flat.extend(run[..len].iter().map(&value));
-            }
+            let len = usize::from(self.seen[s].0);
+            flat.extend_from_slice(&values[s * self.n..s * self.n + len]);
             offsets.push(flat.len() as i32);
         }
         let values = PrimitiveArray::<T>::new(ScalarBuffer::from(flat), None);
@@ -422,32 +413,36 @@ impl FeatureGroup for Splt {
     }
 
     fn open(&mut self, slot: usize) {
-        *self.seen.get_mut(slot) = (0, 0);
-        // The run's chunk, allocated now rather than at the first packet.
-        self.entries.get_mut(slot);
+        if slot == self.seen.len() {
+            self.seen.push((0, 0));
+            self.direction.resize(self.direction.len() + self.n, 0);
+            self.ps.resize(self.ps.len() + self.n, 0);
+            self.piat.resize(self.piat.len() + self.n, 0);
+        } else {
+            self.seen[slot] = (0, 0);
+        }
     }
 
     #[inline]
     fn packet(&mut self, slot: usize, p: &PacketView<'_>) {
-        let (count, last) = self.seen.get_mut(slot);
+        let (count, last) = &mut self.seen[slot];
         let i = usize::from(*count);
         if i == self.n {
             return;
         }
+        let at = slot * self.n + i;
         let ts = p.pkt.ts_ns;
-        self.entries.get_mut(slot)[i] = SpltEntry {
-            piat: if i == 0 { 0 } else { ts.saturating_sub(*last) },
-            ps: p.pkt.wirelen,
-            direction: i8::from(!p.forward),
-        };
+        self.direction[at] = i8::from(!p.forward);
+        self.ps[at] = p.pkt.wirelen;
+        self.piat[at] = if i == 0 { 0 } else { ts.saturating_sub(*last) };
         *last = ts;
         *count += 1;
     }
 
     fn columns(&self, slots: &[u32], out: &mut Vec<ArrayRef>) {
-        out.push(self.list::<Int8Type>(slots, DataType::Int8, |e| e.direction));
-        out.push(self.list::<UInt32Type>(slots, DataType::UInt32, |e| e.ps));
-        out.push(self.list::<Int64Type>(slots, DataType::Int64, |e| e.piat));
+        out.push(self.list::<Int8Type>(slots, &self.direction, DataType::Int8));
+        out.push(self.list::<UInt32Type>(slots, &self.ps, DataType::UInt32));
+        out.push(self.list::<Int64Type>(slots, &self.piat, DataType::Int64));
     }
 }
 
@@ -458,16 +453,8 @@ pub const MAC_LEN: usize = 6;
 /// first packet (null for link types without Ethernet addresses).
 #[derive(Default)]
 pub struct Macs {
-    macs: Chunks<MacSlot>,
-}
-
-/// A flow's addresses, whether they are known, whether its first packet was seen.
-#[derive(Clone, Copy, Default)]
-struct MacSlot {
-    src: [u8; MAC_LEN],
-    dst: [u8; MAC_LEN],
-    known: bool,
-    seen: bool,
+    /// Per slot: src, dst, whether known, whether the first packet was seen.
+    macs: Vec<([u8; MAC_LEN], [u8; MAC_LEN], bool, bool)>,
 }
 
 impl FeatureGroup for Macs {
@@ -480,16 +467,20 @@ impl FeatureGroup for Macs {
     }
 
     fn open(&mut self, slot: usize) {
-        *self.macs.get_mut(slot) = MacSlot::default();
+        let fresh = ([0; MAC_LEN], [0; MAC_LEN], false, false);
+        match self.macs.get_mut(slot) {
+            Some(m) => *m = fresh,
+            None => self.macs.push(fresh),
+        }
     }
 
     #[inline]
     fn packet(&mut self, slot: usize, p: &PacketView<'_>) {
-        let m = self.macs.get_mut(slot);
-        if m.seen {
+        let m = &mut self.macs[slot];
+        if m.3 {
             return;
         }
-        m.seen = true;
+        m.3 = true;
         if p.pkt.linktype != linktype::ETHERNET {
             return;
         }
@@ -498,9 +489,9 @@ impl FeatureGroup for Macs {
         };
         let (dst, src) = h.split_at(MAC_LEN);
         let (a, b) = if p.forward { (src, dst) } else { (dst, src) };
-        m.src.copy_from_slice(a);
-        m.dst.copy_from_slice(b);
-        m.known = true;
+        m.0.copy_from_slice(a);
+        m.1.copy_from_slice(b);
+        m.2 = true;
     }
 
     fn columns(&self, slots: &[u32], out: &mut Vec<ArrayRef>) {
@@ -508,9 +499,9 @@ impl FeatureGroup for Macs {
             let mut bytes = Vec::with_capacity(slots.len() * MAC_LEN);
             let mut valid = Vec::with_capacity(slots.len());
             for &s in slots {
-                let m = self.macs.get(s as usize).copied().unwrap_or_default();
-                bytes.extend_from_slice(if pick == 0 { &m.src } else { &m.dst });
-                valid.push(m.known);
+                let m = &self.macs[s as usize];
+                bytes.extend_from_slice(if pick == 0 { &m.0 } else { &m.1 });
+                valid.push(m.2);
             }
             let nulls = NullBuffer::from(valid);
             out.push(Arc::new(FixedSizeBinaryArray::new(

@@ -13,7 +13,6 @@ pub mod columns;
 pub mod features;
 pub mod fingerprints;
 pub mod parallel;
-mod slots;
 pub mod statistical;
 pub mod stream;
 pub mod table;

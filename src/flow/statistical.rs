@@ -19,7 +19,52 @@ use arrow_schema::{DataType, Field};
 
 use super::columns::prim;
 use super::features::{FeatureGroup, Moments, PacketView};
-use super::slots::Chunks;
+
+/// Slots per chunk (a power of two).
+const CHUNK: usize = 1 << 10;
+
+/// Per-slot values in fixed chunks, allocated as the slots grow (never moved).
+pub(crate) struct Chunks<T> {
+    chunks: Vec<Box<[T; CHUNK]>>,
+}
+
+impl<T> Default for Chunks<T> {
+    fn default() -> Self {
+        Chunks { chunks: Vec::new() }
+    }
+}
+
+impl<T: Clone + Default> Chunks<T> {
+    /// The value of `slot`, its chunk (and those before it) allocated on first need.
+    #[inline(always)]
+    pub(crate) fn get_mut(&mut self, slot: usize) -> &mut T {
+        let c = slot / CHUNK;
+        if c >= self.chunks.len() {
+            self.grow(c);
+        }
+        &mut self.chunks[c][slot % CHUNK]
+    }
+
+    /// The value of `slot` if its chunk exists.
+    #[inline]
+    pub(crate) fn get(&self, slot: usize) -> Option<&T> {
+        self.chunks
+            .get(slot / CHUNK)
+            .map(|chunk| &chunk[slot % CHUNK])
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, c: usize) {
+        while self.chunks.len() <= c {
+            let chunk: Box<[T]> = vec![T::default(); CHUNK].into_boxed_slice();
+            match chunk.try_into() {
+                Ok(chunk) => self.chunks.push(chunk),
+                Err(_) => unreachable!("a chunk has CHUNK values"),
+            }
+        }
+    }
+}
 
 /// TCP flag bits in the order of the per-flag columns (nfstream's).
 const FLAG_COLUMNS: [(&str, u8); 8] = [
