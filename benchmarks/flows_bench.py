@@ -9,7 +9,9 @@ Needs a release build (``maturin develop --release``) and, for the peers, dpkt a
 (``benchmarks/realistic_mix.py``: many short DNS, TLS, HTTP, QUIC, NTP and SSH flows).
 
 Every measurement runs in its own process (so its peak RSS is its own: ``ru_maxrss`` of
-the process and of the children it waited for, which covers nfstream's meter process),
+the process and of the children it waited for, which covers nfstream's meter process;
+likewise its CPU time, user plus system, of the process and of those children, which
+counts nfstream's meter and on a loaded machine is steadier than the wall time),
 after an untimed warm-up of pyarrow on a tiny file; the file is in the page cache. Rounds
 are interleaved (walk, each paclo variant, each peer, then again), and each line shows the
 median ns/packet with the spread (min-max) over the rounds. Each line carries its check:
@@ -61,8 +63,15 @@ def _maxrss_kb() -> int:
     return max(own, kids)
 
 
+def _cpu_s() -> float:
+    """CPU time (user + system) of this process and of the children it waited for."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def child(spec: dict) -> dict:
-    """One timed measurement in this process."""
+    """One timed measurement in this process: wall and CPU time of the same part."""
     path = spec["path"]
     kind = spec["kind"]
     if kind == "paclo":
@@ -75,6 +84,7 @@ def child(spec: dict) -> dict:
         # One thread, as nfstream's one meter: the figures are per core.
         threads = {} if stream else {"threads": 1}
         paclo.flows(spec["warm"], **opts, **threads)  # pyarrow's first stream import costs ~0.5 s once
+        cpu0 = _cpu_s()
         t = time.perf_counter()
         if stream:
             rows = packets = 0
@@ -84,14 +94,16 @@ def child(spec: dict) -> dict:
         else:
             table = paclo.flows(path, **opts, **threads)
             rows, packets = table.num_rows, pc.sum(table.column("packets")).as_py()
-        wall = time.perf_counter() - t
+        wall, cpu = time.perf_counter() - t, _cpu_s() - cpu0
         detected = None
         if not stream and "application_protocol" in table.column_names:
             detected = table.num_rows - pc.sum(pc.equal(table.column("application_protocol"), "unknown")).as_py()
-        return {"wall": wall, "flows": rows, "packets": packets, "rss_kb": _maxrss_kb(), "detected": detected}
+        return {"wall": wall, "flows": rows, "packets": packets, "rss_kb": _maxrss_kb(), "detected": detected,
+                "cpu": cpu}
     if kind == "nfstream":
         from nfstream import NFStreamer
 
+        cpu0 = _cpu_s()
         t = time.perf_counter()
         rows = packets = detected = 0
         for f in NFStreamer(source=path, n_meters=1, idle_timeout=120, active_timeout=1800, **spec["options"]):
@@ -99,17 +111,19 @@ def child(spec: dict) -> dict:
             packets += f.bidirectional_packets
             if spec["options"]["n_dissections"] and f.application_name != "Unknown":
                 detected += 1
-        wall = time.perf_counter() - t
+        wall, cpu = time.perf_counter() - t, _cpu_s() - cpu0
         return {"wall": wall, "flows": rows, "packets": packets, "rss_kb": _maxrss_kb(),
-                "detected": detected if spec["options"]["n_dissections"] else None}
+                "detected": detected if spec["options"]["n_dissections"] else None, "cpu": cpu}
     if kind == "project":
         import paclo
 
         paclo.project(spec["warm"], threads=1)
+        cpu0 = _cpu_s()
         t = time.perf_counter()
         table = paclo.project(path, threads=1)
-        wall = time.perf_counter() - t
-        return {"wall": wall, "packets": table.num_rows, "rss_kb": _maxrss_kb(), "detected": None}
+        wall, cpu = time.perf_counter() - t, _cpu_s() - cpu0
+        return {"wall": wall, "packets": table.num_rows, "rss_kb": _maxrss_kb(), "detected": None,
+                "cpu": cpu}
     if kind == "dpkt":
         # The projection's columns built with dpkt, as a user would without paclo.
         import dpkt
@@ -244,10 +258,17 @@ def main(argv: list[str] | None = None) -> int:
                 if r < (a.rounds if mine else a.peer_rounds):
                     runs.setdefault(v, []).append(run_child(spec, sys.executable if mine else a.peer_python))
         med: dict[str, float] = {}
-        print(f"{'what':<34} {'ns/packet median (min-max)':>28} {'peak RSS MB':>12}  check")
+        cpu_med: dict[str, float] = {}
+        print(f"{'what':<34} {'ns/packet median (min-max)':>28} {'CPU ns/packet median (min-max)':>32} "
+              f"{'peak RSS MB':>12}  check")
         for v, rs in runs.items():
             ns = [x["ns"] if "ns" in x else x["wall"] / n * 1e9 for x in rs]
             med[v] = statistics.median(ns)
+            cpu = [x["cpu"] / n * 1e9 for x in rs if "cpu" in x]
+            cpu_s = f"{'':>32}"
+            if cpu:
+                cpu_med[v] = statistics.median(cpu)
+                cpu_s = f"{cpu_med[v]:14.1f} ({min(cpu):.1f}-{max(cpu):.1f})".ljust(32)
             rss = max(x.get("rss_kb", 0) for x in rs) / 1024
             last = rs[-1]
             check = f"packets={last['packets']}"
@@ -256,8 +277,9 @@ def main(argv: list[str] | None = None) -> int:
             if last.get("detected") is not None:
                 check += f" app_detected={last['detected']}"
             rss_s = f"{rss:12.0f}" if rss else f"{'':>12}"
-            print(f"{v:<34} {med[v]:10.1f} ({min(ns):.1f}-{max(ns):.1f}){'':>5} {rss_s}  {check}")
-            results.append({"dataset": name, "what": v, "ns_per_packet": ns, "peak_rss_mb": rss, "check": check})
+            print(f"{v:<34} {med[v]:10.1f} ({min(ns):.1f}-{max(ns):.1f}){'':>5} {cpu_s} {rss_s}  {check}")
+            results.append({"dataset": name, "what": v, "ns_per_packet": ns, "cpu_ns_per_packet": cpu,
+                            "peak_rss_mb": rss, "check": check})
         w = med.get("C mmap record walk")
         if w and "paclo flows basic" in med:
             print(f"flows basic / C walk: {med['paclo flows basic'] / w:.2f}x")
@@ -266,7 +288,10 @@ def main(argv: list[str] | None = None) -> int:
                   " (bidirectional table, medians)")
         for v, _, mine in NFSTREAM:
             if v in med and mine in med:
-                print(f"{v} / {mine}: {med[v] / med[mine]:.0f}x")
+                line = f"{v} / {mine}: {med[v] / med[mine]:.0f}x wall"
+                if v in cpu_med and mine in cpu_med:
+                    line += f", {cpu_med[v] / cpu_med[mine]:.0f}x CPU time"
+                print(line)
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"load": load, "results": results}, f, indent=1)

@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use arrow_array::types::{Float64Type, Int64Type, Int8Type, UInt32Type};
+use arrow_array::types::{Int64Type, Int8Type, UInt32Type};
 use arrow_array::{ArrayRef, FixedSizeBinaryArray, ListArray, PrimitiveArray};
 use arrow_buffer::{Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field};
@@ -241,31 +241,6 @@ impl FeatureStore {
     }
 }
 
-/// A primitive column with a value or null per row.
-pub(crate) fn nullable<T: arrow_array::ArrowPrimitiveType>(
-    rows: impl ExactSizeIterator<Item = Option<T::Native>>,
-) -> ArrayRef {
-    let mut values = Vec::with_capacity(rows.len());
-    let mut valid = Vec::with_capacity(rows.len());
-    for v in rows {
-        valid.push(v.is_some());
-        values.push(v.unwrap_or_default());
-    }
-    let nulls = NullBuffer::from(valid);
-    let nulls = (nulls.null_count() > 0).then_some(nulls);
-    Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(values), nulls))
-}
-
-/// A primitive column without nulls.
-pub(crate) fn dense<T: arrow_array::ArrowPrimitiveType>(
-    rows: impl Iterator<Item = T::Native>,
-) -> ArrayRef {
-    Arc::new(PrimitiveArray::<T>::new(
-        ScalarBuffer::from(rows.collect::<Vec<_>>()),
-        None,
-    ))
-}
-
 /// Count, sum and sum of squares of integer samples, exactly (128-bit), with min and max.
 ///
 /// Mean and sample variance come from the exact sums at the end: the variance numerator
@@ -375,47 +350,6 @@ impl Moments {
             }
         };
         Some(var.sqrt())
-    }
-}
-
-/// The min, mean, stddev and max columns of one set of moments, row by row.
-pub(crate) struct MomentColumns {
-    min: Vec<Option<i64>>,
-    mean: Vec<Option<f64>>,
-    stddev: Vec<Option<f64>>,
-    max: Vec<Option<i64>>,
-}
-
-impl MomentColumns {
-    pub(crate) fn new(n: usize) -> Self {
-        MomentColumns {
-            min: Vec::with_capacity(n),
-            mean: Vec::with_capacity(n),
-            stddev: Vec::with_capacity(n),
-            max: Vec::with_capacity(n),
-        }
-    }
-
-    pub(crate) fn push(&mut self, m: &Moments) {
-        self.min.push(m.min());
-        self.mean.push(m.mean());
-        self.stddev.push(m.stddev());
-        self.max.push(m.max());
-    }
-
-    /// The four columns; sizes (`ps`) as UInt32, times as Int64.
-    pub(crate) fn write(self, ps: bool, out: &mut Vec<ArrayRef>) {
-        let ends = |v: Vec<Option<i64>>| {
-            if ps {
-                nullable::<UInt32Type>(v.into_iter().map(|x| x.map(|x| x as u32)))
-            } else {
-                nullable::<Int64Type>(v.into_iter())
-            }
-        };
-        out.push(ends(self.min));
-        out.push(nullable::<Float64Type>(self.mean.into_iter()));
-        out.push(nullable::<Float64Type>(self.stddev.into_iter()));
-        out.push(ends(self.max));
     }
 }
 

@@ -12,11 +12,13 @@
 //! an exact one-pass computation. TCP flag counters live apart, used by TCP flows only.
 //! Slots live in fixed chunks: a growing table adds chunks and never moves a flow.
 
-use arrow_array::types::{Int64Type, UInt64Type};
-use arrow_array::ArrayRef;
+use arrow_array::types::{Float64Type, Int64Type, UInt32Type, UInt64Type};
+use arrow_array::{ArrayRef, ArrowPrimitiveType};
+use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer};
 use arrow_schema::{DataType, Field};
 
-use super::features::{dense, nullable, FeatureGroup, MomentColumns, Moments, PacketView};
+use super::columns::prim;
+use super::features::{FeatureGroup, Moments, PacketView};
 
 /// Slots per chunk (a power of two).
 const CHUNK: usize = 1 << 10;
@@ -280,23 +282,13 @@ pub struct Statistical {
     flags: Chunks<[[u64; 8]; 2]>,
 }
 
-/// What a statistical column reads: the whole flow, or direction 0 or 1.
-#[derive(Clone, Copy)]
-enum Part {
-    Whole,
-    Dir(usize),
-}
-
-/// Column-name prefixes and the part each reads.
-fn prefixes(bidirectional: bool) -> &'static [(&'static str, Part)] {
+/// Column-name prefixes, in column order: the whole flow then each direction when
+/// bidirectional, else the one direction.
+fn prefixes(bidirectional: bool) -> &'static [&'static str] {
     if bidirectional {
-        &[
-            ("bidirectional_", Part::Whole),
-            ("src2dst_", Part::Dir(0)),
-            ("dst2src_", Part::Dir(1)),
-        ]
+        &["bidirectional_", "src2dst_", "dst2src_"]
     } else {
-        &[("", Part::Dir(0))]
+        &[""]
     }
 }
 
@@ -392,7 +384,7 @@ impl FeatureGroup for Statistical {
             ("ps", "", DataType::UInt32),
             ("piat", "_ns", DataType::Int64),
         ] {
-            for (p, _) in prefixes(self.bidirectional) {
+            for p in prefixes(self.bidirectional) {
                 out.push(Field::new(format!("{p}min_{what}{unit}"), ty.clone(), true));
                 out.push(Field::new(
                     format!("{p}mean_{what}{unit}"),
@@ -407,7 +399,7 @@ impl FeatureGroup for Statistical {
                 out.push(Field::new(format!("{p}max_{what}{unit}"), ty.clone(), true));
             }
         }
-        for (p, _) in prefixes(self.bidirectional) {
+        for p in prefixes(self.bidirectional) {
             for (flag, _) in FLAG_COLUMNS {
                 out.push(Field::new(
                     format!("{p}{flag}_packets"),
@@ -416,8 +408,8 @@ impl FeatureGroup for Statistical {
                 ));
             }
         }
-        for (p, part) in prefixes(self.bidirectional) {
-            if matches!(part, Part::Dir(_)) && self.bidirectional {
+        if self.bidirectional {
+            for p in &prefixes(true)[1..] {
                 for what in ["first_ts_ns", "last_ts_ns", "duration_ns"] {
                     out.push(Field::new(format!("{p}{what}"), DataType::Int64, true));
                 }
@@ -515,83 +507,305 @@ impl FeatureGroup for Statistical {
     }
 
     fn columns(&self, slots: &[u32], out: &mut Vec<ArrayRef>) {
+        self.write_columns(slots, out);
+    }
+}
+
+impl Statistical {
+    /// The columns of the flows in `slots`, in one pass over their state: each row's
+    /// values go straight into typed columns (zeroed once, validity bits set per row);
+    /// a direction without a cold record is read from its 64-bit words alone.
+    fn write_columns(&self, slots: &[u32], out: &mut Vec<ArrayRef>) {
+        let n = slots.len();
+        let parts = if self.bidirectional { 3 } else { 1 };
+        // Part 0 is the whole flow when bidirectional, else direction 0; direction d is
+        // part d + 1 when bidirectional.
+        let mut ps: Vec<MomentColumns<u32>> = (0..parts).map(|_| MomentColumns::new(n)).collect();
+        let mut piat: Vec<MomentColumns<i64>> = (0..parts).map(|_| MomentColumns::new(n)).collect();
+        let mut flags: Vec<Vec<u64>> = (0..parts * FLAG_COLUMNS.len())
+            .map(|_| vec![0; n])
+            .collect();
+        let dirs = if self.bidirectional { 2 } else { 0 };
+        let mut times: Vec<[Vec<i64>; 3]> = (0..dirs)
+            .map(|_| [vec![0; n], vec![0; n], vec![0; n]])
+            .collect();
+        let mut seen: Vec<Bits> = (0..dirs).map(|_| Bits::new(n)).collect();
         let empty = Hot::default();
-        let rows = slots.iter().map(|&slot| {
+        let part = |d: usize| if self.bidirectional { d + 1 } else { d };
+        for (i, &slot) in slots.iter().enumerate() {
             let slot = slot as usize;
             let h = self.hot.get(slot).unwrap_or(&empty);
-            let dirs = [self.dir_totals(slot, h, 0), self.dir_totals(slot, h, 1)];
-            let n = dirs[0].ps.count() + dirs[1].ps.count();
-            FlowTotals {
-                piat: self.whole_piat(slot, h, n),
-                dirs,
+            let used = if self.bidirectional { 2 } else { 1 };
+            let mut count = 0u64;
+            if h.dirs[..used].iter().all(|x| x.bits & COLD == 0) {
+                // Every sum in its 64-bit word.
+                for (d, x) in h.dirs[..used].iter().enumerate() {
+                    if x.bits & SEEN == 0 {
+                        continue;
+                    }
+                    let k = part(d);
+                    let c = u64::from(x.n);
+                    count += c;
+                    ps[k].narrow(i, c, x.ps_sum, x.ps_sumsq, x.ps_min, x.ps_max);
+                    let first = h.whole.dir_first[d];
+                    if c > 1 {
+                        piat[k].gaps(
+                            i,
+                            c - 1,
+                            first,
+                            x.prev_ts,
+                            x.piat_sumsq,
+                            x.piat_min,
+                            x.piat_max,
+                        );
+                    }
+                    if self.bidirectional {
+                        seen[d].set(i);
+                        let t = &mut times[d];
+                        t[0][i] = first;
+                        t[1][i] = x.prev_ts;
+                        t[2][i] = x.prev_ts.saturating_sub(first);
+                    }
+                }
+                if self.bidirectional {
+                    let [a, b] = &h.dirs;
+                    match (a.bits & SEEN != 0, b.bits & SEEN != 0) {
+                        (true, true) => match (
+                            a.ps_sum.checked_add(b.ps_sum),
+                            a.ps_sumsq.checked_add(b.ps_sumsq),
+                        ) {
+                            (Some(sum), Some(sumsq)) => ps[0].narrow(
+                                i,
+                                count,
+                                sum,
+                                sumsq,
+                                a.ps_min.min(b.ps_min),
+                                a.ps_max.max(b.ps_max),
+                            ),
+                            _ => {
+                                let t = [self.dir_totals(slot, h, 0), self.dir_totals(slot, h, 1)];
+                                ps[0].wide(i, &t[0].ps.merged(&t[1].ps));
+                            }
+                        },
+                        (true, false) => {
+                            ps[0].narrow(i, count, a.ps_sum, a.ps_sumsq, a.ps_min, a.ps_max)
+                        }
+                        (false, true) => {
+                            ps[0].narrow(i, count, b.ps_sum, b.ps_sumsq, b.ps_min, b.ps_max)
+                        }
+                        (false, false) => {}
+                    }
+                }
+            } else {
+                let t = [self.dir_totals(slot, h, 0), self.dir_totals(slot, h, 1)];
+                for (d, dir) in t[..used].iter().enumerate() {
+                    let k = part(d);
+                    ps[k].wide(i, &dir.ps);
+                    piat[k].wide(i, &dir.piat);
+                    if let (true, Some((first, last))) = (self.bidirectional, dir.times) {
+                        seen[d].set(i);
+                        let x = &mut times[d];
+                        x[0][i] = first;
+                        x[1][i] = last;
+                        x[2][i] = last.saturating_sub(first);
+                    }
+                }
+                count = t[0].ps.count() + t[1].ps.count();
+                if self.bidirectional {
+                    ps[0].wide(i, &t[0].ps.merged(&t[1].ps));
+                }
             }
-        });
-        write_columns(self.bidirectional, slots.len(), rows, out);
+            if self.bidirectional {
+                let w = &h.whole;
+                if w.bits & SEEN != 0 && count > 1 {
+                    if w.bits & COLD == 0 {
+                        piat[0].gaps(
+                            i,
+                            count - 1,
+                            w.first_ts,
+                            w.prev_ts,
+                            w.piat_sumsq,
+                            w.piat_min,
+                            w.piat_max,
+                        );
+                    } else {
+                        piat[0].wide(i, &self.whole_piat(slot, h, count));
+                    }
+                }
+            }
+            let [f0, f1] = [0, 1].map(|d| h.dirs[d].bits & FLAGS != 0);
+            if f0 || f1 {
+                let counts = self.flags.get(slot).copied().unwrap_or_default();
+                let counts = [0, 1].map(|d| if [f0, f1][d] { counts[d] } else { [0; 8] });
+                for (j, (_, bit)) in FLAG_COLUMNS.iter().enumerate() {
+                    let b = bit.trailing_zeros() as usize;
+                    if self.bidirectional {
+                        flags[j][i] = counts[0][b] + counts[1][b];
+                        flags[8 + j][i] = counts[0][b];
+                        flags[16 + j][i] = counts[1][b];
+                    } else {
+                        flags[j][i] = counts[0][b];
+                    }
+                }
+            }
+        }
+        for m in ps {
+            m.write::<UInt32Type>(n, out);
+        }
+        for m in piat {
+            m.write::<Int64Type>(n, out);
+        }
+        for f in flags {
+            out.push(prim::<UInt64Type>(f, None));
+        }
+        for (t, valid) in times.into_iter().zip(seen) {
+            let valid = valid.nulls(n);
+            for col in t {
+                out.push(prim::<Int64Type>(col, valid.clone()));
+            }
+        }
     }
 }
 
-/// A flow's exact totals: each direction's, and the gaps of the whole flow.
-struct FlowTotals {
-    dirs: [DirTotals; 2],
-    piat: Moments,
+/// One bit per row, set row by row: a validity bitmap.
+struct Bits(Vec<u64>);
+
+impl Bits {
+    fn new(n: usize) -> Self {
+        Bits(vec![0; n.div_ceil(64)])
+    }
+
+    #[inline(always)]
+    fn set(&mut self, i: usize) {
+        self.0[i / 64] |= 1 << (i % 64);
+    }
+
+    /// The bitmap of `n` rows, None when every row is valid.
+    fn nulls(self, n: usize) -> Option<NullBuffer> {
+        let b = NullBuffer::new(BooleanBuffer::new(Buffer::from_vec(self.0), 0, n));
+        (b.null_count() > 0).then_some(b)
+    }
 }
 
-/// The statistical columns of `n` flows, in one pass over their totals.
-fn write_columns(
-    bidirectional: bool,
-    n: usize,
-    rows: impl Iterator<Item = FlowTotals>,
-    out: &mut Vec<ArrayRef>,
-) {
-    let parts = prefixes(bidirectional);
-    let moments =
-        || -> Vec<MomentColumns> { parts.iter().map(|_| MomentColumns::new(n)).collect() };
-    let (mut ps, mut piat) = (moments(), moments());
-    let mut flags: Vec<Vec<u64>> = (0..parts.len() * FLAG_COLUMNS.len())
-        .map(|_| Vec::with_capacity(n))
-        .collect();
-    let times = if bidirectional { 6 } else { 0 };
-    let mut ts: Vec<Vec<Option<i64>>> = (0..times).map(|_| Vec::with_capacity(n)).collect();
-    for t in rows {
-        for (k, &(_, part)) in parts.iter().enumerate() {
-            match part {
-                Part::Whole => {
-                    ps[k].push(&t.dirs[0].ps.merged(&t.dirs[1].ps));
-                    piat[k].push(&t.piat);
-                }
-                Part::Dir(d) => {
-                    ps[k].push(&t.dirs[d].ps);
-                    piat[k].push(&t.dirs[d].piat);
-                }
-            }
-            for (j, (_, bit)) in FLAG_COLUMNS.iter().enumerate() {
-                let i = bit.trailing_zeros() as usize;
-                flags[k * FLAG_COLUMNS.len() + j].push(match part {
-                    Part::Whole => t.dirs[0].flags[i] + t.dirs[1].flags[i],
-                    Part::Dir(d) => t.dirs[d].flags[i],
-                });
-            }
-        }
-        if bidirectional {
-            for (d, dir) in t.dirs.iter().enumerate() {
-                ts[3 * d].push(dir.times.map(|t| t.0));
-                ts[3 * d + 1].push(dir.times.map(|t| t.1));
-                ts[3 * d + 2].push(dir.times.map(|t| t.1.saturating_sub(t.0)));
-            }
+/// The min, mean, stddev and max columns of one set of moments, filled by row index
+/// (rows without samples stay zero and null).
+struct MomentColumns<E> {
+    min: Vec<E>,
+    mean: Vec<f64>,
+    stddev: Vec<f64>,
+    max: Vec<E>,
+    /// Rows with a sample (min, mean and max valid), with two (stddev valid).
+    one: Bits,
+    two: Bits,
+}
+
+/// The extremes' column type from a 64-bit value.
+trait Extreme: Copy + Default {
+    fn from_i64(v: i64) -> Self;
+}
+
+impl Extreme for u32 {
+    #[inline(always)]
+    fn from_i64(v: i64) -> Self {
+        v as u32
+    }
+}
+
+impl Extreme for i64 {
+    #[inline(always)]
+    fn from_i64(v: i64) -> Self {
+        v
+    }
+}
+
+impl<E: Extreme> MomentColumns<E> {
+    fn new(n: usize) -> Self {
+        MomentColumns {
+            min: vec![E::default(); n],
+            mean: vec![0.0; n],
+            stddev: vec![0.0; n],
+            max: vec![E::default(); n],
+            one: Bits::new(n),
+            two: Bits::new(n),
         }
     }
-    for m in ps {
-        m.write(true, out);
+
+    /// Row `i`: `n` (at least 1) samples whose sums fit 64 bits. The same values as
+    /// [`Moments::mean`] and [`Moments::stddev`] of the same sums: the integers are
+    /// equal, and converted to floating point once each, from 64 bits instead of 128.
+    #[inline(always)]
+    fn narrow(&mut self, i: usize, n: u64, sum: u64, sumsq: u64, min: E, max: E) {
+        self.min[i] = min;
+        self.max[i] = max;
+        self.one.set(i);
+        self.mean[i] = sum as f64 / n as f64;
+        if n < 2 {
+            return;
+        }
+        self.two.set(i);
+        self.stddev[i] = match n.checked_mul(sumsq) {
+            // `Moments::stddev`'s exact numerator n * sumsq - sum^2, at least 0: with
+            // n * sumsq below 2^64, a sum^2 beyond 64 bits exceeds it.
+            Some(a) if sum < 1 << 63 => {
+                let num = sum.checked_mul(sum).map_or(0, |b| a.saturating_sub(b));
+                (num as f64 / (n as f64 * (n - 1) as f64)).sqrt()
+            }
+            _ => wide_stddev(sum, sumsq, n),
+        };
     }
-    for m in piat {
-        m.write(false, out);
+
+    /// Row `i`: `n` gaps (at least 1) from `first` to `last` (their sum) whose squares
+    /// sum to `sumsq` in 64 bits.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn gaps(&mut self, i: usize, n: u64, first: i64, last: i64, sumsq: u64, min: i64, max: i64) {
+        match last.checked_sub(first).and_then(|s| u64::try_from(s).ok()) {
+            Some(sum) => self.narrow(i, n, sum, sumsq, E::from_i64(min), E::from_i64(max)),
+            None => self.wide(
+                i,
+                &Moments::from_parts(
+                    i128::from(last) - i128::from(first),
+                    u128::from(sumsq),
+                    n,
+                    min,
+                    max,
+                ),
+            ),
+        }
     }
-    for f in flags {
-        out.push(dense::<UInt64Type>(f.into_iter()));
+
+    /// Row `i` from exact 128-bit moments (any count).
+    fn wide(&mut self, i: usize, m: &Moments) {
+        let (Some(min), Some(max), Some(mean)) = (m.min(), m.max(), m.mean()) else {
+            return;
+        };
+        self.min[i] = E::from_i64(min);
+        self.max[i] = E::from_i64(max);
+        self.mean[i] = mean;
+        self.one.set(i);
+        if let Some(sd) = m.stddev() {
+            self.stddev[i] = sd;
+            self.two.set(i);
+        }
     }
-    for t in ts {
-        out.push(nullable::<Int64Type>(t.into_iter()));
+
+    /// The four columns, as Arrow type `T`.
+    fn write<T: ArrowPrimitiveType<Native = E>>(self, n: usize, out: &mut Vec<ArrayRef>) {
+        let (one, two) = (self.one.nulls(n), self.two.nulls(n));
+        out.push(prim::<T>(self.min, one.clone()));
+        out.push(prim::<Float64Type>(self.mean, one.clone()));
+        out.push(prim::<Float64Type>(self.stddev, two));
+        out.push(prim::<T>(self.max, one));
     }
+}
+
+/// [`Moments::stddev`] of sums beyond the 64-bit shortcut.
+#[cold]
+#[inline(never)]
+fn wide_stddev(sum: u64, sumsq: u64, n: u64) -> f64 {
+    Moments::from_parts(i128::from(sum), u128::from(sumsq), n, 0, 0)
+        .stddev()
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -1,11 +1,15 @@
-//! The compact statistical state against a plain exact one: per packet, 128-bit sums of
-//! every sample ([`Moments::add`]), explicit gap moments, min/max times and flag counters.
-//! Both write their columns through the same writer, so the columns must be equal bit for
-//! bit, whatever the times (out of order, extreme, saturating), sizes and flags.
+//! The compact statistical state and its column writer against a plain exact state and a
+//! plain writer: per packet, 128-bit sums of every sample ([`Moments::add`]), explicit gap
+//! moments, min/max times and flag counters, written a value at a time through
+//! `Option`s. The columns must be equal bit for bit, whatever the times (out of order,
+//! extreme, saturating), sizes and flags.
+
+use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::Float64Type;
-use arrow_array::Array;
+use arrow_array::{Array, PrimitiveArray};
+use arrow_buffer::ScalarBuffer;
 use proptest::prelude::*;
 
 use super::*;
@@ -30,7 +34,7 @@ struct RefFlow {
     prev_ts: i64,
 }
 
-/// The reference: the same column writer over the plain state.
+/// The reference: a plain column writer over the plain state.
 struct Reference {
     bidirectional: bool,
     flows: Vec<RefFlow>,
@@ -62,21 +66,79 @@ impl Reference {
     }
 
     fn columns(&self, slots: &[u32], out: &mut Vec<ArrayRef>) {
-        let rows = slots.iter().map(|&slot| {
-            let s = &self.flows[slot as usize];
-            let dir = |d: &RefDir| DirTotals {
-                ps: d.ps,
-                piat: d.piat,
-                times: (d.ps.count() > 0).then_some((d.first_ts, d.last_ts)),
-                flags: d.flags,
-            };
-            FlowTotals {
-                dirs: [dir(&s.dirs[0]), dir(&s.dirs[1])],
-                piat: s.piat,
+        // Parts in column order: the whole flow (None), then each direction.
+        let parts: &[Option<usize>] = if self.bidirectional {
+            &[None, Some(0), Some(1)]
+        } else {
+            &[Some(0)]
+        };
+        let flows: Vec<&RefFlow> = slots.iter().map(|&s| &self.flows[s as usize]).collect();
+        let moments = |ps: bool, part: Option<usize>, f: &RefFlow| match (ps, part) {
+            (true, None) => f.dirs[0].ps.merged(&f.dirs[1].ps),
+            (false, None) => f.piat,
+            (true, Some(d)) => f.dirs[d].ps,
+            (false, Some(d)) => f.dirs[d].piat,
+        };
+        for ps in [true, false] {
+            for &part in parts {
+                let m: Vec<Moments> = flows.iter().map(|f| moments(ps, part, f)).collect();
+                let ends = |v: Vec<Option<i64>>| {
+                    if ps {
+                        nullable::<UInt32Type>(v.into_iter().map(|x| x.map(|x| x as u32)))
+                    } else {
+                        nullable::<Int64Type>(v.into_iter())
+                    }
+                };
+                out.push(ends(m.iter().map(Moments::min).collect()));
+                out.push(nullable::<Float64Type>(m.iter().map(Moments::mean)));
+                out.push(nullable::<Float64Type>(m.iter().map(Moments::stddev)));
+                out.push(ends(m.iter().map(Moments::max).collect()));
             }
-        });
-        write_columns(self.bidirectional, slots.len(), rows, out);
+        }
+        for &part in parts {
+            for (_, bit) in FLAG_COLUMNS {
+                let i = bit.trailing_zeros() as usize;
+                let count = |f: &&RefFlow| match part {
+                    None => f.dirs[0].flags[i] + f.dirs[1].flags[i],
+                    Some(d) => f.dirs[d].flags[i],
+                };
+                let v: Vec<u64> = flows.iter().map(count).collect();
+                out.push(Arc::new(PrimitiveArray::<UInt64Type>::new(
+                    ScalarBuffer::from(v),
+                    None,
+                )));
+            }
+        }
+        if self.bidirectional {
+            for d in 0..2 {
+                let times = |f: &&RefFlow| {
+                    let x = &f.dirs[d];
+                    (x.ps.count() > 0).then_some((x.first_ts, x.last_ts))
+                };
+                let t: Vec<Option<(i64, i64)>> = flows.iter().map(times).collect();
+                out.push(nullable::<Int64Type>(t.iter().map(|t| t.map(|t| t.0))));
+                out.push(nullable::<Int64Type>(t.iter().map(|t| t.map(|t| t.1))));
+                out.push(nullable::<Int64Type>(
+                    t.iter().map(|t| t.map(|t| t.1.saturating_sub(t.0))),
+                ));
+            }
+        }
     }
+}
+
+/// A primitive column with a value or null per row (null buffer only with a null).
+fn nullable<T: ArrowPrimitiveType>(
+    rows: impl ExactSizeIterator<Item = Option<T::Native>>,
+) -> ArrayRef {
+    let mut values = Vec::with_capacity(rows.len());
+    let mut valid = Vec::with_capacity(rows.len());
+    for v in rows {
+        valid.push(v.is_some());
+        values.push(v.unwrap_or_default());
+    }
+    let nulls = NullBuffer::from(valid);
+    let nulls = (nulls.null_count() > 0).then_some(nulls);
+    Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(values), nulls))
 }
 
 /// A packet: (slot, time, size, forward, TCP flags or none).
@@ -126,6 +188,8 @@ fn assert_same(g: &Statistical, r: &Reference, slots: &[u32]) {
         } else {
             assert_eq!(x.to_data(), y.to_data(), "{name}");
         }
+        // A null buffer only where a value is null, in both.
+        assert_eq!(x.nulls().is_some(), y.nulls().is_some(), "{name}");
     }
 }
 
@@ -145,6 +209,10 @@ fn size() -> impl Strategy<Value = u32> {
 /// Packets over `slots` flows: times mostly rising by small or large steps, sometimes
 /// anything.
 fn packets(slots: usize) -> impl Strategy<Value = Vec<Pkt>> {
+    packets_up_to(slots, 120)
+}
+
+fn packets_up_to(slots: usize, most: usize) -> impl Strategy<Value = Vec<Pkt>> {
     let step = (
         0..slots,
         prop_oneof![8 => 0i64..5_000_000, 1 => 0i64..(1 << 36), 1 => any::<i64>()],
@@ -154,7 +222,7 @@ fn packets(slots: usize) -> impl Strategy<Value = Vec<Pkt>> {
         any::<bool>(),
         proptest::option::weighted(0.5, any::<u8>()),
     );
-    (time(), prop::collection::vec(step, 0..120)).prop_map(|(start, steps)| {
+    (time(), prop::collection::vec(step, 0..most)).prop_map(|(start, steps)| {
         let mut t = start;
         steps
             .into_iter()
@@ -200,6 +268,28 @@ proptest! {
         for p in &second {
             feed(&mut g, &mut r, p);
         }
+        assert_same(&g, &r, &slots);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(40))]
+
+    /// Validity bitmaps over several words, flows without packets in a direction or at
+    /// all, rows asked in any order and more than once.
+    #[test]
+    fn many_flows_in_any_row_order(
+        bidirectional in any::<bool>(),
+        pkts in packets_up_to(150, 600),
+        order in Just((0u32..150).collect::<Vec<u32>>()).prop_shuffle(),
+        repeat in 0usize..150,
+    ) {
+        let (mut g, mut r) = pair(bidirectional, 150);
+        for p in &pkts {
+            feed(&mut g, &mut r, p);
+        }
+        let mut slots = order;
+        slots.push(slots[repeat]);
         assert_same(&g, &r, &slots);
     }
 }
