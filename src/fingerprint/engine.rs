@@ -54,6 +54,9 @@ const TCP_KEYED: Methods = Methods::NONE
     .with(Method::Ja4LS)
     .with(Method::Ja4Ssh)
     .with(Method::Ja4X);
+/// The methods a TCP packet without payload and without SYN, RST or FIN can feed: JA4L-C
+/// (the client's ACK of the handshake) and JA4SSH (its ACK counts).
+const TCP_BARE: Methods = Methods::NONE.with(Method::Ja4LC).with(Method::Ja4Ssh);
 
 /// Bounds of the per-connection state (the reference implementation's defaults).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -215,6 +218,13 @@ struct ConnKey {
     lo: Endpoint,
     hi: Endpoint,
     proto: u8,
+}
+
+/// The connection key of a TCP packet and whether its source is `lo`, made on first use
+/// (a packet that touches no table needs none).
+#[inline]
+fn tcp_key(key: &mut Option<(ConnKey, bool)>, ctx: &Ctx) -> (ConnKey, bool) {
+    *key.get_or_insert_with(|| conn_key(ctx.src, ctx.dst, PROTO_TCP))
 }
 
 fn conn_key(src: Endpoint, dst: Endpoint, proto: u8) -> (ConnKey, bool) {
@@ -833,10 +843,16 @@ impl Fingerprinter {
         if !m.intersects(TCP_KEYED) {
             return;
         }
-        let (key, from_lo) = conn_key(ctx.src, ctx.dst, 6);
+        if payload.is_empty()
+            && fl & (flags::SYN | flags::RST | flags::FIN) == 0
+            && !m.intersects(TCP_BARE)
+        {
+            return;
+        }
+        let mut lazy_key = None;
 
         if syn && !ack {
-            let restart = |old: Option<TcpConn>, same: bool| match old {
+            let restart = |old: Option<TcpConn>, same: bool, from_lo: bool| match old {
                 // A SYN again after the SYN-ACK changes nothing; before it, it restarts the
                 // timing.
                 Some(c) if same && c.ja4l.synack.is_some() => c,
@@ -850,10 +866,13 @@ impl Fingerprinter {
                 },
             };
             if m.has(Method::Ja4LC) || m.has(Method::Ja4LS) || m.has(Method::Ja4Ssh) {
-                self.tcp.insert_with(key, now, restart);
+                let (key, from_lo) = tcp_key(&mut lazy_key, ctx);
+                self.tcp
+                    .insert_with(key, now, |old, same| restart(old, same, from_lo));
             }
         } else if syn && ack {
             if m.has(Method::Ja4TS) {
+                let (key, from_lo) = tcp_key(&mut lazy_key, ctx);
                 let t = &mut self.s.out.value;
                 t.clear();
                 let written = match self.ja4ts.get_mut(&key, now) {
@@ -874,6 +893,7 @@ impl Fingerprinter {
                 }
             }
             if m.has(Method::Ja4LS) || m.has(Method::Ja4LC) {
+                let (key, from_lo) = tcp_key(&mut lazy_key, ctx);
                 if let Some(c) = self.tcp.get_mut(&key, now) {
                     if c.client_is_lo != from_lo && c.ja4l.synack.is_none() {
                         if let Some((a, _)) = c.ja4l.syn {
@@ -891,6 +911,7 @@ impl Fingerprinter {
             }
         } else {
             if fl & flags::RST != 0 && m.has(Method::Ja4TS) {
+                let (key, from_lo) = tcp_key(&mut lazy_key, ctx);
                 if let Some(TsConn {
                     server_is_lo,
                     state: Some(st),
@@ -904,6 +925,7 @@ impl Fingerprinter {
                 }
             }
             if ack && m.has(Method::Ja4LC) {
+                let (key, from_lo) = tcp_key(&mut lazy_key, ctx);
                 if let Some(c) = self.tcp.get_mut(&key, now) {
                     let rel = (
                         seq.wrapping_sub(c.ja4l.isn.0),
@@ -924,14 +946,15 @@ impl Fingerprinter {
         }
 
         if m.has(Method::Ja4Ssh) {
+            let (key, from_lo) = tcp_key(&mut lazy_key, ctx);
             self.ssh_packet(ctx, &key, from_lo, fl, seq, payload, f);
         }
         if payload.is_empty() {
             return;
         }
-        self.tls_segment(ctx, &key, from_lo, seq, payload, f);
+        self.tls_segment(ctx, &mut lazy_key, seq, payload, f);
         if m.has(Method::Ja4H) {
-            self.http_segment(ctx, &key, from_lo, seq, payload, f);
+            self.http_segment(ctx, &mut lazy_key, seq, payload, f);
         }
     }
 
@@ -1014,8 +1037,7 @@ impl Fingerprinter {
     fn tls_segment<F: FnMut(&Event)>(
         &mut self,
         ctx: &Ctx,
-        key: &ConnKey,
-        from_lo: bool,
+        key: &mut Option<(ConnKey, bool)>,
         seq: u32,
         payload: &[u8],
         f: &mut F,
@@ -1025,8 +1047,12 @@ impl Fingerprinter {
         let want_client = m.has(Method::Ja4) || m.has(Method::Ja4O);
         let want_server = m.has(Method::Ja4S) || m.has(Method::Ja4X);
         for kind in [StreamKind::TlsClient, StreamKind::TlsServer] {
+            if self.tls.is_empty() {
+                break;
+            }
+            let (conn, from_lo) = tcp_key(key, ctx);
             let sk = StreamKey {
-                conn: *key,
+                conn,
                 from_lo,
                 kind,
             };
@@ -1088,8 +1114,9 @@ impl Fingerprinter {
             }
             skip_server_hello = true;
         }
+        let (conn, from_lo) = tcp_key(key, ctx);
         let sk = StreamKey {
-            conn: *key,
+            conn,
             from_lo,
             kind,
         };
@@ -1119,37 +1146,42 @@ impl Fingerprinter {
     fn http_segment<F: FnMut(&Event)>(
         &mut self,
         ctx: &Ctx,
-        key: &ConnKey,
-        from_lo: bool,
+        key: &mut Option<(ConnKey, bool)>,
         seq: u32,
         payload: &[u8],
         f: &mut F,
     ) {
         let now = ctx.ts_ns;
-        let sk = StreamKey {
-            conn: *key,
-            from_lo,
-            kind: StreamKind::Http,
-        };
-        if let Some(st) = self.http.get_mut(&sk, now) {
-            let done = match st.feed(seq, payload) {
-                Ok(()) => {
-                    if head_complete(&st.buf) {
-                        request_head(&st.buf, &mut self.s, &mut self.counters, ctx, f);
-                        true
-                    } else {
-                        false
-                    }
-                }
-                Err(gap) => {
-                    self.counters.stream_ended(gap);
-                    true
-                }
-            };
-            if done {
-                self.http.remove(&sk);
+        let stream_key = |key: &mut Option<(ConnKey, bool)>| {
+            let (conn, from_lo) = tcp_key(key, ctx);
+            StreamKey {
+                conn,
+                from_lo,
+                kind: StreamKind::Http,
             }
-            return;
+        };
+        if !self.http.is_empty() {
+            let sk = stream_key(key);
+            if let Some(st) = self.http.get_mut(&sk, now) {
+                let done = match st.feed(seq, payload) {
+                    Ok(()) => {
+                        if head_complete(&st.buf) {
+                            request_head(&st.buf, &mut self.s, &mut self.counters, ctx, f);
+                            true
+                        } else {
+                            false
+                        }
+                    }
+                    Err(gap) => {
+                        self.counters.stream_ended(gap);
+                        true
+                    }
+                };
+                if done {
+                    self.http.remove(&sk);
+                }
+                return;
+            }
         }
         if !ja4h::looks_like_request(payload) {
             return;
@@ -1158,6 +1190,7 @@ impl Fingerprinter {
             request_head(payload, &mut self.s, &mut self.counters, ctx, f);
             return;
         }
+        let sk = stream_key(key);
         if let Some(st) = self.http.insert_with(sk, now, |old, _| {
             let mut st = old.unwrap_or_default();
             st.reset(seq);

@@ -56,6 +56,12 @@ impl<K: Hash + Eq + Copy, V> Table<K, V> {
         }
     }
 
+    /// Whether the table holds no entry.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.head == NIL
+    }
+
     /// The counters.
     pub fn counts(&self) -> TableCounts {
         TableCounts {
