@@ -29,10 +29,12 @@ use super::ja4ssh::{self, Ja4sshWindow};
 use super::ja4t::{self, flags};
 use super::ja4ts::Ja4tsState;
 use super::quic::{self, CryptoStream};
-use super::table::{Table, TableCounts};
+use super::table::{Table, TableCounts, TableKey};
 use super::{ja4d, ja4d6, ja4h, ja4s, ja4x, Method, Methods, Output, Text, VALUE_CAP};
 use crate::decode::fastpath::{self, FlowFields};
 use crate::RawPacket;
+use foldhash::fast::FixedState;
+use std::hash::{BuildHasher, Hasher};
 
 const SECOND: i64 = 1_000_000_000;
 const PROTO_TCP: u8 = 6;
@@ -212,12 +214,40 @@ impl Event<'_> {
     }
 }
 
-/// A connection, the same for both directions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// A connection, the same for both directions, with its hash (computed once per packet
+/// for every table lookup the packet makes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct ConnKey {
     lo: Endpoint,
     hi: Endpoint,
     proto: u8,
+    hash: u64,
+}
+
+/// The hasher of connection keys (fixed: a table's order never shows).
+const KEY_HASH: FixedState = FixedState::with_seed(0x6a61_3421);
+
+impl ConnKey {
+    #[inline]
+    fn new(lo: Endpoint, hi: Endpoint, proto: u8) -> Self {
+        let mut h = KEY_HASH.build_hasher();
+        h.write_u128(u128::from_ne_bytes(lo.addr));
+        h.write_u128(u128::from_ne_bytes(hi.addr));
+        h.write_u64(u64::from(lo.port) | u64::from(hi.port) << 16 | u64::from(proto) << 32);
+        ConnKey {
+            lo,
+            hi,
+            proto,
+            hash: h.finish(),
+        }
+    }
+}
+
+impl TableKey for ConnKey {
+    #[inline]
+    fn table_hash(&self) -> u64 {
+        self.hash
+    }
 }
 
 /// The connection key of a TCP packet and whether its source is `lo`, made on first use
@@ -229,23 +259,9 @@ fn tcp_key(key: &mut Option<(ConnKey, bool)>, ctx: &Ctx) -> (ConnKey, bool) {
 
 fn conn_key(src: Endpoint, dst: Endpoint, proto: u8) -> (ConnKey, bool) {
     if src <= dst {
-        (
-            ConnKey {
-                lo: src,
-                hi: dst,
-                proto,
-            },
-            true,
-        )
+        (ConnKey::new(src, dst, proto), true)
     } else {
-        (
-            ConnKey {
-                lo: dst,
-                hi: src,
-                proto,
-            },
-            false,
-        )
+        (ConnKey::new(dst, src, proto), false)
     }
 }
 
@@ -271,7 +287,7 @@ struct TsConn {
     state: Option<Ja4tsState>,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum StreamKind {
     #[default]
     TlsClient,
@@ -279,11 +295,28 @@ enum StreamKind {
     Http,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct StreamKey {
     conn: ConnKey,
     from_lo: bool,
     kind: StreamKind,
+}
+
+impl TableKey for StreamKey {
+    /// The connection's hash moved by a constant per direction and kind: the streams of
+    /// one connection fall in different buckets, and no byte is hashed again.
+    #[inline]
+    fn table_hash(&self) -> u64 {
+        const SALT: [u64; 6] = [
+            0x243f_6a88_85a3_08d3,
+            0x1319_8a2e_0370_7344,
+            0xa409_3822_299f_31d0,
+            0x082e_fa98_ec4e_6c89,
+            0x4528_21e6_38d0_1377,
+            0xbe54_66cf_34e9_0c6c,
+        ];
+        self.conn.hash ^ SALT[usize::from(self.from_lo) * 3 + self.kind as usize]
+    }
 }
 
 /// A reassembled TCP byte stream. For TLS the buffer holds, in place, the handshake bytes

@@ -399,7 +399,7 @@ fn hex_writes_and_comma_lists_match_the_standard_formatting() {
             .collect();
         assert_eq!(
             &super::sha12(&data)[..],
-            full[..12].as_bytes(),
+            &full.as_bytes()[..12],
             "{len} bytes"
         );
     }
