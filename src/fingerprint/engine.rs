@@ -29,10 +29,12 @@ use super::ja4ssh::{self, Ja4sshWindow};
 use super::ja4t::{self, flags};
 use super::ja4ts::Ja4tsState;
 use super::quic::{self, CryptoStream};
-use super::table::{Table, TableCounts};
+use super::table::{Table, TableCounts, TableKey};
 use super::{ja4d, ja4d6, ja4h, ja4s, ja4x, Method, Methods, Output, Text, VALUE_CAP};
 use crate::decode::fastpath::{self, FlowFields};
 use crate::RawPacket;
+use foldhash::fast::FixedState;
+use std::hash::{BuildHasher, Hasher};
 
 const SECOND: i64 = 1_000_000_000;
 const PROTO_TCP: u8 = 6;
@@ -54,6 +56,9 @@ const TCP_KEYED: Methods = Methods::NONE
     .with(Method::Ja4LS)
     .with(Method::Ja4Ssh)
     .with(Method::Ja4X);
+/// The methods a TCP packet without payload and without SYN, RST or FIN can feed: JA4L-C
+/// (the client's ACK of the handshake) and JA4SSH (its ACK counts).
+const TCP_BARE: Methods = Methods::NONE.with(Method::Ja4LC).with(Method::Ja4Ssh);
 
 /// Bounds of the per-connection state (the reference implementation's defaults).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -209,33 +214,54 @@ impl Event<'_> {
     }
 }
 
-/// A connection, the same for both directions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// A connection, the same for both directions, with its hash (computed once per packet
+/// for every table lookup the packet makes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct ConnKey {
     lo: Endpoint,
     hi: Endpoint,
     proto: u8,
+    hash: u64,
+}
+
+/// The hasher of connection keys (fixed: a table's order never shows).
+const KEY_HASH: FixedState = FixedState::with_seed(0x6a61_3421);
+
+impl ConnKey {
+    #[inline]
+    fn new(lo: Endpoint, hi: Endpoint, proto: u8) -> Self {
+        let mut h = KEY_HASH.build_hasher();
+        h.write_u128(u128::from_ne_bytes(lo.addr));
+        h.write_u128(u128::from_ne_bytes(hi.addr));
+        h.write_u64(u64::from(lo.port) | u64::from(hi.port) << 16 | u64::from(proto) << 32);
+        ConnKey {
+            lo,
+            hi,
+            proto,
+            hash: h.finish(),
+        }
+    }
+}
+
+impl TableKey for ConnKey {
+    #[inline]
+    fn table_hash(&self) -> u64 {
+        self.hash
+    }
+}
+
+/// The connection key of a TCP packet and whether its source is `lo`, made on first use
+/// (a packet that touches no table needs none).
+#[inline]
+fn tcp_key(key: &mut Option<(ConnKey, bool)>, ctx: &Ctx) -> (ConnKey, bool) {
+    *key.get_or_insert_with(|| conn_key(ctx.src, ctx.dst, PROTO_TCP))
 }
 
 fn conn_key(src: Endpoint, dst: Endpoint, proto: u8) -> (ConnKey, bool) {
     if src <= dst {
-        (
-            ConnKey {
-                lo: src,
-                hi: dst,
-                proto,
-            },
-            true,
-        )
+        (ConnKey::new(src, dst, proto), true)
     } else {
-        (
-            ConnKey {
-                lo: dst,
-                hi: src,
-                proto,
-            },
-            false,
-        )
+        (ConnKey::new(dst, src, proto), false)
     }
 }
 
@@ -261,7 +287,7 @@ struct TsConn {
     state: Option<Ja4tsState>,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum StreamKind {
     #[default]
     TlsClient,
@@ -269,11 +295,28 @@ enum StreamKind {
     Http,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct StreamKey {
     conn: ConnKey,
     from_lo: bool,
     kind: StreamKind,
+}
+
+impl TableKey for StreamKey {
+    /// The connection's hash moved by a constant per direction and kind: the streams of
+    /// one connection fall in different buckets, and no byte is hashed again.
+    #[inline]
+    fn table_hash(&self) -> u64 {
+        const SALT: [u64; 6] = [
+            0x243f_6a88_85a3_08d3,
+            0x1319_8a2e_0370_7344,
+            0xa409_3822_299f_31d0,
+            0x082e_fa98_ec4e_6c89,
+            0x4528_21e6_38d0_1377,
+            0xbe54_66cf_34e9_0c6c,
+        ];
+        self.conn.hash ^ SALT[usize::from(self.from_lo) * 3 + self.kind as usize]
+    }
 }
 
 /// A reassembled TCP byte stream. For TLS the buffer holds, in place, the handshake bytes
@@ -833,10 +876,16 @@ impl Fingerprinter {
         if !m.intersects(TCP_KEYED) {
             return;
         }
-        let (key, from_lo) = conn_key(ctx.src, ctx.dst, 6);
+        if payload.is_empty()
+            && fl & (flags::SYN | flags::RST | flags::FIN) == 0
+            && !m.intersects(TCP_BARE)
+        {
+            return;
+        }
+        let mut lazy_key = None;
 
         if syn && !ack {
-            let restart = |old: Option<TcpConn>, same: bool| match old {
+            let restart = |old: Option<TcpConn>, same: bool, from_lo: bool| match old {
                 // A SYN again after the SYN-ACK changes nothing; before it, it restarts the
                 // timing.
                 Some(c) if same && c.ja4l.synack.is_some() => c,
@@ -850,10 +899,13 @@ impl Fingerprinter {
                 },
             };
             if m.has(Method::Ja4LC) || m.has(Method::Ja4LS) || m.has(Method::Ja4Ssh) {
-                self.tcp.insert_with(key, now, restart);
+                let (key, from_lo) = tcp_key(&mut lazy_key, ctx);
+                self.tcp
+                    .insert_with(key, now, |old, same| restart(old, same, from_lo));
             }
         } else if syn && ack {
             if m.has(Method::Ja4TS) {
+                let (key, from_lo) = tcp_key(&mut lazy_key, ctx);
                 let t = &mut self.s.out.value;
                 t.clear();
                 let written = match self.ja4ts.get_mut(&key, now) {
@@ -874,6 +926,7 @@ impl Fingerprinter {
                 }
             }
             if m.has(Method::Ja4LS) || m.has(Method::Ja4LC) {
+                let (key, from_lo) = tcp_key(&mut lazy_key, ctx);
                 if let Some(c) = self.tcp.get_mut(&key, now) {
                     if c.client_is_lo != from_lo && c.ja4l.synack.is_none() {
                         if let Some((a, _)) = c.ja4l.syn {
@@ -891,6 +944,7 @@ impl Fingerprinter {
             }
         } else {
             if fl & flags::RST != 0 && m.has(Method::Ja4TS) {
+                let (key, from_lo) = tcp_key(&mut lazy_key, ctx);
                 if let Some(TsConn {
                     server_is_lo,
                     state: Some(st),
@@ -904,6 +958,7 @@ impl Fingerprinter {
                 }
             }
             if ack && m.has(Method::Ja4LC) {
+                let (key, from_lo) = tcp_key(&mut lazy_key, ctx);
                 if let Some(c) = self.tcp.get_mut(&key, now) {
                     let rel = (
                         seq.wrapping_sub(c.ja4l.isn.0),
@@ -924,14 +979,15 @@ impl Fingerprinter {
         }
 
         if m.has(Method::Ja4Ssh) {
+            let (key, from_lo) = tcp_key(&mut lazy_key, ctx);
             self.ssh_packet(ctx, &key, from_lo, fl, seq, payload, f);
         }
         if payload.is_empty() {
             return;
         }
-        self.tls_segment(ctx, &key, from_lo, seq, payload, f);
+        self.tls_segment(ctx, &mut lazy_key, seq, payload, f);
         if m.has(Method::Ja4H) {
-            self.http_segment(ctx, &key, from_lo, seq, payload, f);
+            self.http_segment(ctx, &mut lazy_key, seq, payload, f);
         }
     }
 
@@ -1014,8 +1070,7 @@ impl Fingerprinter {
     fn tls_segment<F: FnMut(&Event)>(
         &mut self,
         ctx: &Ctx,
-        key: &ConnKey,
-        from_lo: bool,
+        key: &mut Option<(ConnKey, bool)>,
         seq: u32,
         payload: &[u8],
         f: &mut F,
@@ -1025,8 +1080,12 @@ impl Fingerprinter {
         let want_client = m.has(Method::Ja4) || m.has(Method::Ja4O);
         let want_server = m.has(Method::Ja4S) || m.has(Method::Ja4X);
         for kind in [StreamKind::TlsClient, StreamKind::TlsServer] {
+            if self.tls.is_empty() {
+                break;
+            }
+            let (conn, from_lo) = tcp_key(key, ctx);
             let sk = StreamKey {
-                conn: *key,
+                conn,
                 from_lo,
                 kind,
             };
@@ -1088,8 +1147,9 @@ impl Fingerprinter {
             }
             skip_server_hello = true;
         }
+        let (conn, from_lo) = tcp_key(key, ctx);
         let sk = StreamKey {
-            conn: *key,
+            conn,
             from_lo,
             kind,
         };
@@ -1119,37 +1179,42 @@ impl Fingerprinter {
     fn http_segment<F: FnMut(&Event)>(
         &mut self,
         ctx: &Ctx,
-        key: &ConnKey,
-        from_lo: bool,
+        key: &mut Option<(ConnKey, bool)>,
         seq: u32,
         payload: &[u8],
         f: &mut F,
     ) {
         let now = ctx.ts_ns;
-        let sk = StreamKey {
-            conn: *key,
-            from_lo,
-            kind: StreamKind::Http,
-        };
-        if let Some(st) = self.http.get_mut(&sk, now) {
-            let done = match st.feed(seq, payload) {
-                Ok(()) => {
-                    if head_complete(&st.buf) {
-                        request_head(&st.buf, &mut self.s, &mut self.counters, ctx, f);
-                        true
-                    } else {
-                        false
-                    }
-                }
-                Err(gap) => {
-                    self.counters.stream_ended(gap);
-                    true
-                }
-            };
-            if done {
-                self.http.remove(&sk);
+        let stream_key = |key: &mut Option<(ConnKey, bool)>| {
+            let (conn, from_lo) = tcp_key(key, ctx);
+            StreamKey {
+                conn,
+                from_lo,
+                kind: StreamKind::Http,
             }
-            return;
+        };
+        if !self.http.is_empty() {
+            let sk = stream_key(key);
+            if let Some(st) = self.http.get_mut(&sk, now) {
+                let done = match st.feed(seq, payload) {
+                    Ok(()) => {
+                        if head_complete(&st.buf) {
+                            request_head(&st.buf, &mut self.s, &mut self.counters, ctx, f);
+                            true
+                        } else {
+                            false
+                        }
+                    }
+                    Err(gap) => {
+                        self.counters.stream_ended(gap);
+                        true
+                    }
+                };
+                if done {
+                    self.http.remove(&sk);
+                }
+                return;
+            }
         }
         if !ja4h::looks_like_request(payload) {
             return;
@@ -1158,6 +1223,7 @@ impl Fingerprinter {
             request_head(payload, &mut self.s, &mut self.counters, ctx, f);
             return;
         }
+        let sk = stream_key(key);
         if let Some(st) = self.http.insert_with(sk, now, |old, _| {
             let mut st = old.unwrap_or_default();
             st.reset(seq);

@@ -289,9 +289,6 @@ impl<'a> ServerHello<'a> {
         let cipher = c.u16()?;
         c.u8()?; // compression_method
         let exts = if c.is_empty() { &[][..] } else { c.vec16()? };
-        if !extensions_well_formed(exts) {
-            return None;
-        }
         let mut s = ServerHello {
             legacy_version,
             cipher,
@@ -299,7 +296,11 @@ impl<'a> ServerHello<'a> {
             selected_version: None,
             alpn: None,
         };
-        for (ty, data) in extensions(exts) {
+        // One walk checks that the block parses to its end and finds the two read here.
+        let mut e = Cursor::new(exts);
+        while !e.is_empty() {
+            let ty = e.u16()?;
+            let data = e.vec16()?;
             match ty {
                 EXT_SUPPORTED_VERSIONS if data.len() == 2 => {
                     s.selected_version = Some(u16::from_be_bytes([data[0], data[1]]));

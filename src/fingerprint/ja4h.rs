@@ -44,9 +44,11 @@ impl Scratch {
 
 /// Whether a payload starts like an HTTP request (a known method and a space).
 pub fn looks_like_request(payload: &[u8]) -> bool {
-    METHODS
-        .iter()
-        .any(|m| payload.len() > m.len() && payload.starts_with(m) && payload[m.len()] == b' ')
+    // Every method starts with an upper-case letter: one compare rejects other payloads.
+    payload.first().is_some_and(u8::is_ascii_uppercase)
+        && METHODS
+            .iter()
+            .any(|m| payload.len() > m.len() && payload.starts_with(m) && payload[m.len()] == b' ')
 }
 
 fn trim(b: &[u8]) -> &[u8] {

@@ -22,12 +22,17 @@ pub fn ja4s(s: &ServerHello, transport: Transport, out: &mut Output) -> bool {
     let r = &mut out.raw;
     r.push_bytes(&[b'_'; PREFIX_LEN]);
     let mut count = 0;
+    // Each extension is written with its comma when the next one is read; the last without.
+    let mut pending = None;
     for (ty, _) in extensions(s.extensions).filter(|(t, _)| !is_grease(*t)) {
-        if count > 0 {
-            r.push(b',');
+        if let Some(p) = pending {
+            r.push_hex4_sep(p, b',');
         }
-        r.push_hex4(ty);
+        pending = Some(ty);
         count += 1;
+    }
+    if let Some(p) = pending {
+        r.push_hex4(p);
     }
     v.push(transport.code());
     v.push_bytes(version_code(s.version()));

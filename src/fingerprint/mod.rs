@@ -269,18 +269,18 @@ impl<const N: usize> Text<N> {
     /// Append `v` as four lowercase hex digits.
     #[inline]
     pub fn push_hex4(&mut self, v: u16) {
-        let b = v.to_be_bytes();
-        self.push_bytes(&[
-            HEX[usize::from(b[0] >> 4)],
-            HEX[usize::from(b[0] & 15)],
-            HEX[usize::from(b[1] >> 4)],
-            HEX[usize::from(b[1] & 15)],
-        ]);
+        self.push_bytes(&hex4(v));
+    }
+    /// Append `v` as four lowercase hex digits and `sep`, with one fixed eight-byte copy.
+    #[inline]
+    pub(crate) fn push_hex4_sep(&mut self, v: u16, sep: u8) {
+        let [a, b, c, d] = hex4(v);
+        self.push_padded(&[a, b, c, d, sep, 0, 0, 0], 5);
     }
     /// Append bytes as lowercase hex.
     pub fn push_hex(&mut self, bytes: &[u8]) {
         for &b in bytes {
-            self.push_bytes(&[HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+            self.push_bytes(&HEX2[usize::from(b)]);
         }
     }
     /// Append `v` in decimal.
@@ -353,7 +353,25 @@ impl<const N: usize> Text<N> {
     }
 }
 
-const HEX: &[u8; 16] = b"0123456789abcdef";
+/// The two lowercase hex digits of every byte value.
+const HEX2: [[u8; 2]; 256] = {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut t = [[0u8; 2]; 256];
+    let mut v = 0;
+    while v < 256 {
+        t[v] = [HEX[v >> 4], HEX[v & 15]];
+        v += 1;
+    }
+    t
+};
+
+/// `v` as four lowercase hex digits, from two table lookups.
+#[inline]
+fn hex4(v: u16) -> [u8; 4] {
+    let [a, b] = v.to_be_bytes();
+    let (x, y) = (HEX2[usize::from(a)], HEX2[usize::from(b)]);
+    [x[0], x[1], y[0], y[1]]
+}
 
 /// "00" to "99", two bytes each.
 const DIGITS2: &[u8; 200] = b"0001020304050607080910111213141516171819\
@@ -464,7 +482,10 @@ pub fn sha12(data: &[u8]) -> [u8; 12] {
     let mut state = SHA256_H0;
     let mut blocks = data.chunks_exact(64);
     for b in &mut blocks {
-        sha2::compress256(&mut state, &[*GenericArray::from_slice(b)]);
+        sha2::compress256(
+            &mut state,
+            std::slice::from_ref(GenericArray::from_slice(b)),
+        );
     }
     let rest = blocks.remainder();
     let mut tail = [0u8; 128];
@@ -473,17 +494,15 @@ pub fn sha12(data: &[u8]) -> [u8; 12] {
     let end = if rest.len() < 56 { 64 } else { 128 };
     tail[end - 8..end].copy_from_slice(&((data.len() as u64) * 8).to_be_bytes());
     for b in tail[..end].chunks_exact(64) {
-        sha2::compress256(&mut state, &[*GenericArray::from_slice(b)]);
+        sha2::compress256(
+            &mut state,
+            std::slice::from_ref(GenericArray::from_slice(b)),
+        );
     }
-    let mut d = [0u8; 6];
-    d[..4].copy_from_slice(&state[0].to_be_bytes());
-    d[4..].copy_from_slice(&state[1].to_be_bytes()[..2]);
-    let mut out = [0u8; 12];
-    for (i, b) in d.iter().enumerate() {
-        out[2 * i] = HEX[usize::from(b >> 4)];
-        out[2 * i + 1] = HEX[usize::from(b & 15)];
-    }
-    out
+    let [a, b, c, d] = hex4((state[0] >> 16) as u16);
+    let [e, f, g, h] = hex4(state[0] as u16);
+    let [i, j, k, l] = hex4((state[1] >> 16) as u16);
+    [a, b, c, d, e, f, g, h, i, j, k, l]
 }
 
 /// [`ZERO_HASH`] when `empty`, else [`sha12`] of `data`.
@@ -580,13 +599,14 @@ impl List16 {
     }
 }
 
-/// Write `values` as comma-separated four-digit hex.
+/// Write `values` as comma-separated four-digit hex: each but the last with its comma in
+/// one fixed copy (so a list that ends exactly at the buffer's end fits).
 pub(crate) fn push_hex_list<const N: usize>(t: &mut Text<N>, values: &[u16]) {
-    for (i, v) in values.iter().enumerate() {
-        if i > 0 {
-            t.push(b',');
+    if let Some((last, rest)) = values.split_last() {
+        for v in rest {
+            t.push_hex4_sep(*v, b',');
         }
-        t.push_hex4(*v);
+        t.push_hex4(*last);
     }
 }
 

@@ -2,13 +2,19 @@
 //! longer than `idle_ns` (capture time) expires, and when the table is full the least
 //! recently used entry is evicted. Slots are reused, so once the table has grown to its
 //! working size, inserting and removing allocate nothing.
+//!
+//! A key carries its own hash ([`TableKey`]): a packet's connection key is hashed once, and
+//! every table the packet touches (and the stream keys made from it) reuses that hash.
 
-use std::hash::Hash;
-
-use foldhash::fast::FixedState;
-use hashbrown::HashMap;
+use hashbrown::HashTable;
 
 const NIL: u32 = u32::MAX;
+
+/// A key that knows its hash: equal keys give equal hashes.
+pub trait TableKey: Eq + Copy {
+    /// The key's hash.
+    fn table_hash(&self) -> u64;
+}
 
 struct Slot<K, V> {
     key: K,
@@ -31,7 +37,8 @@ pub struct TableCounts {
 
 /// A bounded LRU map with idle expiry.
 pub struct Table<K, V> {
-    map: HashMap<K, u32, FixedState>,
+    /// Slot indices, found by the key's hash and compared with the slot's key.
+    map: HashTable<u32>,
     slots: Vec<Slot<K, V>>,
     free: Vec<u32>,
     head: u32, // most recent
@@ -41,11 +48,11 @@ pub struct Table<K, V> {
     counts: TableCounts,
 }
 
-impl<K: Hash + Eq + Copy, V> Table<K, V> {
+impl<K: TableKey, V> Table<K, V> {
     /// An empty table of at most `cap` entries (0 keeps nothing) expiring after `idle_ns`.
     pub fn new(cap: usize, idle_ns: i64) -> Self {
         Table {
-            map: HashMap::with_hasher(FixedState::with_seed(0x6a61_3421)),
+            map: HashTable::new(),
             slots: Vec::new(),
             free: Vec::new(),
             head: NIL,
@@ -54,6 +61,12 @@ impl<K: Hash + Eq + Copy, V> Table<K, V> {
             idle_ns,
             counts: TableCounts::default(),
         }
+    }
+
+    /// Whether the table holds no entry.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.head == NIL
     }
 
     /// The counters.
@@ -97,10 +110,21 @@ impl<K: Hash + Eq + Copy, V> Table<K, V> {
         }
     }
 
+    /// The slot of `key`.
+    #[inline]
+    fn find(&self, key: &K) -> Option<u32> {
+        let slots = &self.slots;
+        self.map
+            .find(key.table_hash(), |&i| slots[i as usize].key == *key)
+            .copied()
+    }
+
     fn drop_slot(&mut self, i: u32) {
         self.unlink(i);
-        let key = self.slots[i as usize].key;
-        self.map.remove(&key);
+        let hash = self.slots[i as usize].key.table_hash();
+        if let Ok(e) = self.map.find_entry(hash, |&j| j == i) {
+            e.remove();
+        }
         self.free.push(i);
     }
 
@@ -122,7 +146,7 @@ impl<K: Hash + Eq + Copy, V> Table<K, V> {
         if self.head == NIL {
             return None;
         }
-        let i = *self.map.get(key)?;
+        let i = self.find(key)?;
         self.unlink(i);
         self.push_front(i);
         let s = &mut self.slots[i as usize];
@@ -132,7 +156,7 @@ impl<K: Hash + Eq + Copy, V> Table<K, V> {
 
     /// Whether `key` has an entry (not marking it used).
     pub fn contains(&self, key: &K) -> bool {
-        self.head != NIL && self.map.contains_key(key)
+        self.head != NIL && self.find(key).is_some()
     }
 
     /// Insert or replace the entry of `key`, built by `make`. `make` is given the value the
@@ -150,7 +174,7 @@ impl<K: Hash + Eq + Copy, V> Table<K, V> {
         if self.cap == 0 {
             return None;
         }
-        if let Some(&i) = self.map.get(&key) {
+        if let Some(i) = self.find(&key) {
             self.unlink(i);
             self.push_front(i);
             let s = &mut self.slots[i as usize];
@@ -188,7 +212,9 @@ impl<K: Hash + Eq + Copy, V> Table<K, V> {
                 (self.slots.len() - 1) as u32
             }
         };
-        self.map.insert(key, i);
+        let slots = &self.slots;
+        self.map
+            .insert_unique(key.table_hash(), i, |&j| slots[j as usize].key.table_hash());
         self.push_front(i);
         Some(&mut self.slots[i as usize].value)
     }
@@ -212,7 +238,7 @@ impl<K: Hash + Eq + Copy, V> Table<K, V> {
 
     /// Remove the entry of `key` (its slot is kept for reuse).
     pub fn remove(&mut self, key: &K) {
-        if let Some(&i) = self.map.get(key) {
+        if let Some(i) = self.find(key) {
             self.drop_slot(i);
         }
     }

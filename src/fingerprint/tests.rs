@@ -342,6 +342,70 @@ fn ja4d_reads_every_parameter_request_list_in_order() {
 }
 
 #[test]
+fn hex_writes_and_comma_lists_match_the_standard_formatting() {
+    use super::push_hex_list;
+    let mut x = 0x2545_f491_u32;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        x
+    };
+    for n in 0..40 {
+        let values: Vec<u16> = (0..n).map(|_| next() as u16).collect();
+        let want: Vec<String> = values.iter().map(|v| format!("{v:04x}")).collect();
+        let want = want.join(",");
+        // After other text, and ending exactly at the buffer's end or past it.
+        let mut t = Text::<VALUE_CAP>::new();
+        t.push_str("ab_");
+        push_hex_list(&mut t, &values);
+        assert_eq!(t.as_str(), format!("ab_{want}"));
+        let exact = 3 + want.len();
+        let mut fits = Text::<256>::new();
+        if exact <= 256 {
+            fits.push_bytes(&vec![b'x'; 256 - exact]);
+            fits.push_str("ab_");
+            push_hex_list(&mut fits, &values);
+            assert!(!fits.overflowed(), "{n} values");
+            assert!(fits.as_str().ends_with(&format!("ab_{want}")));
+            assert_eq!(fits.len(), 256);
+        }
+        if n > 0 {
+            let mut over = Text::<256>::new();
+            over.push_bytes(&vec![b'x'; 256 - exact + 1]);
+            over.push_str("ab_");
+            push_hex_list(&mut over, &values);
+            assert!(over.overflowed(), "{n} values past the end");
+        }
+        let mut h = Text::<64>::new();
+        for v in &values {
+            h.clear();
+            h.push_hex4(*v);
+            assert_eq!(h.as_str(), format!("{v:04x}"));
+        }
+    }
+    let bytes: Vec<u8> = (0..=255).collect();
+    let mut t = Text::<VALUE_CAP>::new();
+    t.push_hex(&bytes);
+    let want: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(t.as_str(), want);
+    // sha12: the first 12 hex digits of SHA-256, against the streaming hasher.
+    use sha2::Digest;
+    for len in [0usize, 1, 14, 55, 56, 63, 64, 65, 119, 120, 128, 200] {
+        let data: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+        let full: String = sha2::Sha256::digest(&data)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(
+            &super::sha12(&data)[..],
+            &full.as_bytes()[..12],
+            "{len} bytes"
+        );
+    }
+}
+
+#[test]
 fn decimals_below_and_past_100000_and_dash_lists_match_the_standard_formatting() {
     use super::{end_dash_list, push_dash_item, push_dash_item_u8};
     // Every five-digit-or-shorter value, after text and at the end of a buffer.

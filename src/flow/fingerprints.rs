@@ -75,6 +75,9 @@ struct Prints {
     /// The endpoints of its first TCP packet, for the JA4SSH window at its end.
     tcp: Option<(Endpoint, Endpoint)>,
     ssh: bool,
+    /// Nothing more to read: every asked column has its value, or the flow is past its
+    /// first [`FEED_PACKETS`] packets and not an SSH connection still without `ja4ssh`.
+    parked: bool,
 }
 
 impl Prints {
@@ -86,6 +89,14 @@ impl Prints {
         self.fed = 0;
         self.tcp = None;
         self.ssh = false;
+        self.parked = false;
+    }
+
+    /// Whether the flow needs no more packets (see [`Prints::parked`]); once true it stays
+    /// true: `have` and `fed` only grow, and `ssh` is not read again past the limit.
+    fn done(&self, want: u16) -> bool {
+        self.have & want == want
+            || (self.fed >= FEED_PACKETS && !(self.ssh && self.have & SSH_BIT == 0))
     }
 
     /// Keep `e` if it is the first value of its column.
@@ -151,17 +162,46 @@ impl FeatureGroup for FlowFingerprints {
         }
     }
 
+    /// Most packets of a flow find it parked (one load and compare); the others are read
+    /// out of line, so the parked path saves no registers.
     #[inline]
     fn packet(&mut self, slot: usize, p: &PacketView<'_>) {
+        if self.flows[slot].parked {
+            return;
+        }
+        self.feed(slot, p);
+        let prints = &mut self.flows[slot];
+        prints.parked = prints.done(self.want);
+    }
+
+    fn close(&mut self, slot: usize) {
+        let prints = &mut self.flows[slot];
+        if let (true, Some((a, b))) = (prints.ssh, prints.tcp) {
+            self.fp
+                .finish_connection(a, b, &mut |e: &Event| prints.take(e));
+        }
+    }
+
+    fn columns(&self, slots: &[u32], out: &mut Vec<ArrayRef>) {
+        for &i in &self.columns {
+            out.push(Arc::new(StringArray::from_iter(slots.iter().map(|&s| {
+                let p = &self.flows[s as usize];
+                (p.have & (1 << i) != 0).then_some(p.values[i].as_str())
+            }))));
+        }
+    }
+}
+
+impl FlowFingerprints {
+    /// A packet of a flow that is not parked.
+    #[inline(never)]
+    fn feed(&mut self, slot: usize, p: &PacketView<'_>) {
         let f = p.fields;
         if !f.has_ports || f.later_fragment || !(f.protocol == TCP || f.protocol == UDP) {
             return;
         }
         let prints = &mut self.flows[slot];
-        if prints.have & self.want == self.want {
-            return;
-        }
-        if prints.fed >= FEED_PACKETS && !(prints.ssh && prints.have & SSH_BIT == 0) {
+        if prints.done(self.want) {
             return;
         }
         if f.protocol == TCP && prints.tcp.is_none() {
@@ -187,22 +227,5 @@ impl FeatureGroup for FlowFingerprints {
         }
         self.fp
             .process_fields(p.pkt, p.fields, &mut |e: &Event| prints.take(e));
-    }
-
-    fn close(&mut self, slot: usize) {
-        let prints = &mut self.flows[slot];
-        if let (true, Some((a, b))) = (prints.ssh, prints.tcp) {
-            self.fp
-                .finish_connection(a, b, &mut |e: &Event| prints.take(e));
-        }
-    }
-
-    fn columns(&self, slots: &[u32], out: &mut Vec<ArrayRef>) {
-        for &i in &self.columns {
-            out.push(Arc::new(StringArray::from_iter(slots.iter().map(|&s| {
-                let p = &self.flows[s as usize];
-                (p.have & (1 << i) != 0).then_some(p.values[i].as_str())
-            }))));
-        }
     }
 }
