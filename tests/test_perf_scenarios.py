@@ -39,6 +39,11 @@ def test_scenario_counts_are_exact(scenario, tmp_path):
             assert run["unique_flows"] == (2 if result["case"] == "mixed" else 1)
         else:
             assert "unique_flows" not in run
+        # The scenarios with a threads= option record the threads their call asked for.
+        if scenario in ("flow-project", "flow-table"):
+            assert run["threads"] == 1
+        else:
+            assert "threads" not in run
 
 
 def test_unknown_scenario_fails_in_the_worker():

@@ -50,6 +50,12 @@ pub trait Check: Sync {
     fn read(&self, bytes: u64) {
         let _ = bytes;
     }
+
+    /// `bytes` reported before are to be read again (a pass that starts over): take them
+    /// back from the count.
+    fn unread(&self, bytes: u64) {
+        let _ = bytes;
+    }
 }
 
 impl<F: Fn() -> bool + Sync> Check for F {

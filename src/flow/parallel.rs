@@ -16,6 +16,7 @@
 //! rest runs on one thread.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
@@ -24,7 +25,7 @@ use arrow_array::{RecordBatch, UInt64Array};
 
 use super::{
     flows_files, flows_source, project_files, project_files_with_ids, project_source,
-    project_source_with_ids, Batches, FlowOptions, FlowTable, Notices, Stop, Table, Walk,
+    project_source_with_ids, Batches, Check, FlowOptions, FlowTable, Notices, Stop, Table, Walk,
 };
 use crate::decode::link::LINKTYPE_ETHERNET;
 use crate::error::{Error, Result};
@@ -132,6 +133,17 @@ impl PacketSource for Part {
         Ok(self.reader.next_packet()?.map_or(Fetch::End, Fetch::Packet))
     }
 
+    /// The reader's bursts, over the records that end within the part: a record that runs
+    /// past the end is left to `fetch`, which reads every record that starts before it.
+    #[inline(always)]
+    fn burst<F: FnMut(&RawPacket<'_>)>(&mut self, max: u32, f: &mut F) -> (u32, u64) {
+        if self.filter.is_some() {
+            return (0, 0);
+        }
+        let end = usize::try_from(self.end).unwrap_or(usize::MAX);
+        self.reader.burst_before(max, end, f)
+    }
+
     fn info(&self) -> SourceInfo {
         self.reader.info()
     }
@@ -191,8 +203,36 @@ pub enum Joined<T> {
     Parts(Vec<T>, Notices),
     /// The [`Stop`] check ended a part early.
     Stopped,
-    /// A boundary was not a record start: the file is to be read on one thread.
-    Misaligned,
+    /// A boundary was not a record start: the file is to be read on one thread. The parts
+    /// reported `reported` bytes to the check.
+    Misaligned { reported: u64 },
+}
+
+/// The check of a part's loop: `inner`'s, counting the bytes the parts report to it (for
+/// a rerun on one thread to take them back).
+struct Reported<'a> {
+    inner: Stop<'a>,
+    bytes: AtomicU64,
+}
+
+impl Check for Reported<'_> {
+    fn stop(&self) -> bool {
+        self.inner.stop()
+    }
+
+    fn read(&self, bytes: u64) {
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.inner.read(bytes);
+    }
+
+    fn unread(&self, bytes: u64) {
+        let _ = self
+            .bytes
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| {
+                Some(b.saturating_sub(bytes))
+            });
+        self.inner.unread(bytes);
+    }
 }
 
 /// Add `base` to the record index of a file error.
@@ -263,6 +303,11 @@ pub fn run_parts<T: Send>(
     work: impl Fn(&mut SourceLoop<Part>, Stop<'_>) -> Result<Option<(T, Notices)>> + Sync,
 ) -> Result<Joined<T>> {
     let work = &work;
+    let reported = Reported {
+        inner: stop,
+        bytes: AtomicU64::new(0),
+    };
+    let stop: Stop<'_> = &reported;
     let runs: Vec<Result<PartRun<T>>> = std::thread::scope(|s| {
         let handles: Vec<_> = parts
             .iter()
@@ -291,7 +336,9 @@ pub fn run_parts<T: Send>(
             return Ok(Joined::Stopped);
         };
         if i < last && !lp.source().ends_on_boundary() {
-            return Ok(Joined::Misaligned);
+            return Ok(Joined::Misaligned {
+                reported: reported.bytes.load(Ordering::Relaxed),
+            });
         }
         let part_oversized = lp.source().oversized();
         if let Some(first) = part_oversized.first {
@@ -339,7 +386,11 @@ fn in_parts<T: Send, R>(
     match run_parts(path, filter, &parts, stop, work)? {
         Joined::Parts(values, notices) => Ok(Some(join(values, notices))),
         Joined::Stopped => Ok(None),
-        Joined::Misaligned => one(),
+        Joined::Misaligned { reported } => {
+            // The file is read again from its start: its progress too.
+            stop.unread(reported);
+            one()
+        }
     }
 }
 

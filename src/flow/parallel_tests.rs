@@ -1,4 +1,5 @@
 use std::path::PathBuf;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::*;
@@ -7,10 +8,27 @@ use crate::flow::{flows_files, never, project_files};
 use crate::pcap::split::MIN_PART;
 use crate::pcap::PcapWriter;
 
-fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("paclo-parallel-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+/// A test's directory of files, removed with them when dropped (at the end of the test,
+/// passed or failed).
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(test: &str) -> Scratch {
+        let name = format!("paclo-parallel-{}-{test}", std::process::id());
+        let dir = std::env::temp_dir().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+
+    fn file(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// Frames of `flows` UDP and TCP conversations, both directions, plus a non-IP frame.
@@ -49,14 +67,20 @@ fn frames(flows: u16) -> Vec<Vec<u8>> {
 /// A classic file of `bytes` or more: every flow has packets in every part; flows of a
 /// second set start only in the second half of the file; times step 10 µs, with gaps of
 /// 3 s now and then (idle timeouts split flows there).
-fn write_file(name: &str, bytes: usize, nanosecond: bool) -> PathBuf {
-    write_padded(name, bytes, nanosecond, 0)
+fn write_file(dir: &Scratch, name: &str, bytes: usize, nanosecond: bool) -> PathBuf {
+    write_padded(dir, name, bytes, nanosecond, 0)
 }
 
 /// [`write_file`], the frames of the late flows `late_pad` bytes longer (Ethernet
 /// padding), and starting at two thirds of the file.
-fn write_padded(name: &str, bytes: usize, nanosecond: bool, late_pad: usize) -> PathBuf {
-    let path = temp(name);
+fn write_padded(
+    dir: &Scratch,
+    name: &str,
+    bytes: usize,
+    nanosecond: bool,
+    late_pad: usize,
+) -> PathBuf {
+    let path = dir.file(name);
     let early = frames(150);
     let mut late: Vec<Vec<u8>> = frames(300).split_off(600);
     for f in &mut late {
@@ -109,7 +133,8 @@ use arrow_array::RecordBatch;
 
 #[test]
 fn a_file_splits_into_parts_at_record_starts() {
-    let path = write_file("split.pcap", 4 * MIN_PART + 1000, false);
+    let dir = Scratch::new("a_file_splits_into_parts_at_record_starts");
+    let path = write_file(&dir, "split.pcap", 4 * MIN_PART + 1000, false);
     for threads in 2..=4 {
         let parts = split_file(&path, threads).unwrap().unwrap();
         assert_eq!(parts.len(), threads);
@@ -135,7 +160,7 @@ fn a_file_splits_into_parts_at_record_starts() {
     }
     // One thread, and a small file, are one part.
     assert_eq!(split_file(&path, 1).unwrap(), None);
-    let small = write_file("small.pcap", MIN_PART, false);
+    let small = write_file(&dir, "small.pcap", MIN_PART, false);
     assert_eq!(split_file(&small, 4).unwrap(), None);
 }
 
@@ -144,8 +169,9 @@ fn a_file_splits_into_parts_at_record_starts() {
 /// filter, on files whose flows span every part boundary.
 #[test]
 fn flows_of_threads_equal_one_thread_row_by_row() {
+    let dir = Scratch::new("flows_of_threads_equal_one_thread_row_by_row");
     for (name, ns) in [("us.pcap", false), ("ns.pcap", true)] {
-        let path = write_file(name, 3 * MIN_PART + 5000, ns);
+        let path = write_file(&dir, name, 3 * MIN_PART + 5000, ns);
         for bidirectional in [false, true] {
             for filter in [None, Some("udp or arp")] {
                 let opts = options(bidirectional);
@@ -172,7 +198,8 @@ fn flows_of_threads_equal_one_thread_row_by_row() {
 /// such a table is built on one thread, and equals the single-threaded one.
 #[test]
 fn ordered_tables_are_built_on_one_thread() {
-    let path = write_file("ordered.pcap", 2 * MIN_PART + 5000, false);
+    let dir = Scratch::new("ordered_tables_are_built_on_one_thread");
+    let path = write_file(&dir, "ordered.pcap", 2 * MIN_PART + 5000, false);
     for opts in [
         FlowOptions {
             idle_timeout_ns: Some(1_000_000_000),
@@ -195,7 +222,8 @@ fn ordered_tables_are_built_on_one_thread() {
 
 #[test]
 fn projection_of_threads_equals_one_thread() {
-    let path = write_file("project.pcap", 4 * MIN_PART + 333, true);
+    let dir = Scratch::new("projection_of_threads_equals_one_thread");
+    let path = write_file(&dir, "project.pcap", 4 * MIN_PART + 333, true);
     for filter in [None, Some("tcp")] {
         let (want, _) = project_files(std::slice::from_ref(&path), filter, 1 << 20, &never)
             .unwrap()
@@ -220,7 +248,8 @@ fn projection_of_threads_equals_one_thread() {
 /// renumbered by the merge of the part tables in file order), one-way and bidirectional.
 #[test]
 fn projection_with_ids_of_threads_equals_one_thread() {
-    let path = write_file("project-ids.pcap", 3 * MIN_PART + 77, false);
+    let dir = Scratch::new("projection_with_ids_of_threads_equals_one_thread");
+    let path = write_file(&dir, "project-ids.pcap", 3 * MIN_PART + 77, false);
     for bidirectional in [false, true] {
         let opts = options(bidirectional);
         let paths = std::slice::from_ref(&path);
@@ -245,7 +274,8 @@ fn projection_with_ids_of_threads_equals_one_thread() {
 /// index and offset of the whole file, as one thread reports them.
 #[test]
 fn notices_name_the_records_of_the_whole_file() {
-    let path = write_padded("notices.pcap", 2 * MIN_PART + 5000, false, 60);
+    let dir = Scratch::new("notices_name_the_records_of_the_whole_file");
+    let path = write_padded(&dir, "notices.pcap", 2 * MIN_PART + 5000, false, 60);
     let mut bytes = std::fs::read(&path).unwrap();
     // Snaplen 100: the late flows' frames (in the second part only) are above it.
     bytes[16..20].copy_from_slice(&100u32.to_le_bytes());
@@ -269,7 +299,8 @@ fn notices_name_the_records_of_the_whole_file() {
 /// record index and offset).
 #[test]
 fn a_format_error_names_the_record_of_the_whole_file() {
-    let path = write_file("corrupt.pcap", 2 * MIN_PART + 5000, false);
+    let dir = Scratch::new("a_format_error_names_the_record_of_the_whole_file");
+    let path = write_file(&dir, "corrupt.pcap", 2 * MIN_PART + 5000, false);
     let mut bytes = std::fs::read(&path).unwrap();
     let mut r = FileReader::open(&path).unwrap();
     let map = Arc::clone(r.shared_map());
@@ -294,11 +325,10 @@ fn a_format_error_names_the_record_of_the_whole_file() {
     assert_eq!(got.to_string(), want.to_string());
 }
 
-/// A file whose payload imitates a record where a part would start: the part before it
-/// does not end there, and the file is read again on one thread (same rows).
-#[test]
-fn a_false_boundary_is_caught_and_the_file_read_on_one_thread() {
-    let path = temp("trap.pcap");
+/// A file whose every payload ends in one whole fake record (a false candidate no
+/// header check rules out), with the middle of the file inside a record before its fake.
+fn write_trap(dir: &Scratch) -> PathBuf {
+    let path = dir.file("trap.pcap");
     let fake = |len: u32| {
         let mut f = Vec::new();
         for v in [1_700_000_000u32, 5, len, len] {
@@ -313,9 +343,8 @@ fn a_false_boundary_is_caught_and_the_file_read_on_one_thread() {
         &[],
         &ipv4(17, [1, 1, 1, 1], [2, 2, 2, 2], 0, 0, &udp(1, 2, 30)),
     );
-    // Every payload: the frame, filler, and one whole fake record at its end, a false
-    // candidate. An odd count of equal records puts the middle of the file inside a
-    // record, before its fake one.
+    // Every payload: the frame, filler, and the fake record at its end. An odd count of
+    // equal records puts the middle of the file inside a record, before its fake one.
     let mut payload = frame.clone();
     payload.extend(vec![0x5A; 180]);
     payload.extend(fake(8));
@@ -328,6 +357,15 @@ fn a_false_boundary_is_caught_and_the_file_read_on_one_thread() {
     }
     w.finish().unwrap();
     assert!((record / 2) < 16 + frame.len() + 180);
+    path
+}
+
+/// A file whose payload imitates a record where a part would start: the part before it
+/// does not end there, and the file is read again on one thread (same rows).
+#[test]
+fn a_false_boundary_is_caught_and_the_file_read_on_one_thread() {
+    let dir = Scratch::new("false-boundary");
+    let path = write_trap(&dir);
     let parts = split_file(&path, 2).unwrap().unwrap();
     let joined = run_parts(&path, None, &parts, &never, |lp, stop| {
         Ok(match crate::flow::for_each_packet(lp, stop, |_| {})? {
@@ -336,17 +374,151 @@ fn a_false_boundary_is_caught_and_the_file_read_on_one_thread() {
         })
     })
     .unwrap();
-    assert!(matches!(joined, Joined::Misaligned));
+    assert!(matches!(joined, Joined::Misaligned { reported } if reported > 0));
     let opts = options(false);
     let (t, _) = flows_file(&path, None, opts, 2, &never).unwrap().unwrap();
     assert_eq!(t.to_batch(), one_thread(&path, None, opts));
 }
 
+/// A check that adds up the bytes reported, and takes back what it is told to.
+#[derive(Default)]
+struct Tally {
+    bytes: std::sync::atomic::AtomicU64,
+    unread: std::sync::atomic::AtomicU64,
+}
+
+impl crate::flow::Check for Tally {
+    fn stop(&self) -> bool {
+        false
+    }
+
+    fn read(&self, bytes: u64) {
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    fn unread(&self, bytes: u64) {
+        self.bytes.fetch_sub(bytes, Ordering::Relaxed);
+        self.unread.fetch_add(bytes, Ordering::Relaxed);
+    }
+}
+
+/// After a false boundary the parts' bytes are taken back before the file is read again
+/// on one thread: the count ends at the file's size, as a split run's and one thread's do.
+#[test]
+fn a_false_boundary_takes_back_the_progress_of_the_parts() {
+    let dir = Scratch::new("false-progress");
+    let trap = write_trap(&dir);
+    let plain = write_file(&dir, "plain.pcap", 3 * MIN_PART, false);
+    for (path, rerun) in [(&trap, true), (&plain, false)] {
+        let size = std::fs::metadata(path).unwrap().len();
+        for call in 0..3 {
+            let tally = Tally::default();
+            match call {
+                0 => _ = flows_file(path, None, options(false), 2, &tally).unwrap(),
+                1 => _ = project_file(path, None, 1 << 16, 2, &tally).unwrap(),
+                _ => {
+                    _ = project_file_with_ids(path, None, 1 << 16, options(true), 2, &tally)
+                        .unwrap()
+                }
+            }
+            let taken = tally.unread.load(Ordering::Relaxed);
+            assert_eq!(tally.bytes.load(Ordering::Relaxed), size, "{path:?} {call}");
+            assert_eq!(taken > 0, rerun, "{path:?} {call}: {taken} taken back");
+            assert!(taken <= size);
+        }
+    }
+}
+
+/// Where no position validates as a chain (every record's wire length is 0), the default
+/// split looks for each boundary within one reach of its target (not to the end of the
+/// file) and the file is read on one thread, with one thread's rows.
+#[test]
+fn a_file_with_no_valid_chain_is_split_in_bounded_work() {
+    use crate::pcap::classic::REC_WIRELEN;
+    use crate::pcap::split::{reach, tally};
+    let dir = Scratch::new("no-chain");
+    let path = write_file(&dir, "no-chain.pcap", 4 * MIN_PART, false);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let mut at = crate::pcap::classic::FILE_HEADER_LEN;
+    while at + 16 <= bytes.len() {
+        let caplen = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap());
+        bytes[at + REC_WIRELEN..at + REC_WIRELEN + 4].copy_from_slice(&0u32.to_le_bytes());
+        at += 16 + caplen as usize;
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    let header = FileHeader::parse(&bytes).unwrap();
+    let opts = options(true);
+    let want = one_thread(&path, None, opts);
+    assert!(want.num_rows() >= 300);
+    for threads in [resolve_threads(None).max(2), 2, 4, 16] {
+        tally::take();
+        let (t, _) = flows_file(&path, None, opts, threads, &never)
+            .unwrap()
+            .unwrap();
+        let examined = tally::take();
+        assert_eq!(t.to_batch(), want, "{threads} threads");
+        // One reach per boundary asked (a file of 4 MiB makes at most 4 parts).
+        let bound = (threads.min(4) - 1) * (reach(&header) + 1);
+        assert!(
+            examined > 0 && examined <= bound,
+            "{threads}: {examined} > {bound}"
+        );
+        assert!(examined < bytes.len() / 2, "{threads}: {examined}");
+    }
+}
+
+/// A part's bursts hand over what its fetches do, in the same order, and stop where the
+/// part ends: at a record boundary, or before a record that runs past an end inside it
+/// (which `fetch` then reads, so the part does not end on its boundary).
+#[test]
+fn a_part_bursts_the_records_it_would_fetch() {
+    let dir = Scratch::new("part-burst");
+    let path = write_file(&dir, "burst.pcap", 3 * MIN_PART, false);
+    let mut parts = split_file(&path, 3).unwrap().unwrap();
+    let (s, e) = parts[1];
+    parts.push((s, s + (e - s) / 2 + 7));
+    parts.push((s, s + 1));
+    type Rec = (i64, u32, u32, usize);
+    let rec = |map: &GuardedMap, p: &RawPacket<'_>| -> Rec {
+        let at = (p.data.as_ptr() as usize) - (map.as_ptr() as usize);
+        (p.ts_ns, p.caplen, p.wirelen, at)
+    };
+    for &(start, end) in &parts {
+        let mut fetched: Vec<Rec> = Vec::new();
+        let mut part = Part::open(&path, start, end).unwrap();
+        let map = Arc::clone(&part.map);
+        while let Fetch::Packet(p) = part.fetch().unwrap() {
+            fetched.push(rec(&map, &p));
+        }
+        let fetch_end = (part.ends_on_boundary(), part.records());
+        let mut got: Vec<Rec> = Vec::new();
+        let mut part = Part::open(&path, start, end).unwrap();
+        let map = Arc::clone(&part.map);
+        let mut bursts = 0u64;
+        loop {
+            let (n, _) = part.burst(97, &mut |p| got.push(rec(&map, p)));
+            bursts += u64::from(n);
+            if n > 0 {
+                continue;
+            }
+            match part.fetch().unwrap() {
+                Fetch::Packet(p) => got.push(rec(&map, &p)),
+                _ => break,
+            }
+        }
+        assert_eq!(got, fetched, "part {start}..{end}");
+        assert_eq!((part.ends_on_boundary(), part.records()), fetch_end);
+        let n = fetched.len() as u64;
+        assert!(n < 2 || bursts * 2 > n, "{bursts} of {n} in bursts");
+    }
+}
+
 /// A stop check that answers yes ends every part: the call reports the stop.
 #[test]
 fn a_stop_ends_every_part() {
+    let dir = Scratch::new("a_stop_ends_every_part");
     // More than a chunk of records a part: the check is asked between chunks.
-    let path = write_file("stop.pcap", 16 * MIN_PART, false);
+    let path = write_file(&dir, "stop.pcap", 16 * MIN_PART, false);
     let stop = || true;
     assert!(flows_file(&path, None, options(false), 3, &stop)
         .unwrap()
@@ -359,7 +531,8 @@ fn a_stop_ends_every_part() {
 /// A part's thread that panics is an error of the call, naming the file.
 #[test]
 fn a_panicking_part_is_an_error() {
-    let path = write_file("panic.pcap", 2 * MIN_PART + 100, false);
+    let dir = Scratch::new("a_panicking_part_is_an_error");
+    let path = write_file(&dir, "panic.pcap", 2 * MIN_PART + 100, false);
     let parts = split_file(&path, 2).unwrap().unwrap();
     let r = run_parts::<()>(&path, None, &parts, &never, |lp, stop| {
         if lp.source().base > 0 {
@@ -376,8 +549,9 @@ fn a_panicking_part_is_an_error() {
 /// not grow with its packets.
 #[test]
 fn a_part_allocates_nothing_per_packet() {
+    let dir = Scratch::new("a_part_allocates_nothing_per_packet");
     use crate::alloc::thread_counts;
-    let path = write_file("alloc.pcap", 4 * MIN_PART, false);
+    let path = write_file(&dir, "alloc.pcap", 4 * MIN_PART, false);
     let parts = split_file(&path, 2).unwrap().unwrap();
     let joined = run_parts(&path, None, &parts, &never, |lp, stop| {
         let mut t = FlowTable::new(options(false));

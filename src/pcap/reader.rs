@@ -329,8 +329,11 @@ fn read_record<'a>(
             // (The page size is a power of two: a mask, not a division.)
             let page = super::guard::page_size();
             match map.get((end + page - 1) & !(page - 1)) {
-                // SAFETY: a read of a valid reference to a byte of the map.
-                Some(b) => _ = unsafe { std::ptr::read_volatile(b) },
+                Some(b) => {
+                    // SAFETY: a read of a valid reference to a byte of the map.
+                    _ = unsafe { std::ptr::read_volatile(b) };
+                    probed();
+                }
                 None => {
                     if file.metadata().is_ok_and(|m| (end as u64) > m.len()) {
                         return Err(changed_error(path, file, map.len(), index, at, done));
@@ -355,6 +358,16 @@ fn read_record<'a>(
             Err(issue.into_error(path))
         }
     }
+}
+
+/// After the guard's probe of the map, before its fault flag is read: the probe's fault
+/// runs the SIGBUS handler, which sets the flag on this thread. A volatile read is ordered
+/// only against other volatile accesses, so without this fence the compiler could load
+/// the flag (a relaxed atomic) before the probe and miss the fault. A signal fence emits
+/// no instruction.
+#[inline(always)]
+fn probed() {
+    std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
 }
 
 /// Whether `file` is now shorter than its map of `len` bytes.
@@ -433,16 +446,29 @@ impl FileReader {
     /// probe (the map's last page, a fault): `next_packet` then reads that record.
     #[inline(always)]
     pub fn burst<F: FnMut(&RawPacket<'_>)>(&mut self, max: u32, f: &mut F) -> (u32, u64) {
+        self.burst_before(max, usize::MAX, f)
+    }
+
+    /// [`burst`](Self::burst) of the records that end at or before offset `limit` (a part
+    /// of the file): one that runs past it is left to `next_packet`.
+    #[inline(always)]
+    pub fn burst_before<F: FnMut(&RawPacket<'_>)>(
+        &mut self,
+        max: u32,
+        limit: usize,
+        f: &mut F,
+    ) -> (u32, u64) {
         let (RecordCursor::Pcap(c), false, None) = (&mut self.cursor, self.done, &self.filter)
         else {
             return (0, 0);
         };
         let map: &GuardedMap = &self.map;
+        let records = &map[..limit.min(map.len())];
         let page = super::guard::page_size();
         let (mut n, mut bytes) = (0u32, 0u64);
         while n < max {
             release_behind(map.mmap(), c.offset(), &mut self.released);
-            let Some((p, end)) = c.peek_common(map) else {
+            let Some((p, end)) = c.peek_common(records) else {
                 break;
             };
             // The guard of `read_record`: the first byte of the page after the record
@@ -452,6 +478,7 @@ impl FileReader {
             };
             // SAFETY: a read of a valid reference to a byte of the map.
             _ = unsafe { std::ptr::read_volatile(b) };
+            probed();
             if map.faulted() {
                 break;
             }

@@ -74,11 +74,48 @@ pub fn chain_at(buf: &[u8], h: &FileHeader, at: usize) -> bool {
     true
 }
 
-/// The first candidate record boundary at or after `from` (see [`chain_at`]); `None` if
-/// there is none before the end of `buf`.
+/// The first candidate record boundary at or after `from` (see [`chain_at`]), looked for
+/// no further than [`reach`] bytes past `from`; `None` if there is none there.
+///
+/// The record that `from` falls in (a record the reader accepts holds at most
+/// [`MAX_CAPLEN`] bytes) ends, and the next one starts, within that reach: past it no
+/// true record start can be the first one, so a longer scan finds no better boundary,
+/// and a file where nothing validates costs one reach per boundary, not a scan to its end.
 pub fn record_start(buf: &[u8], h: &FileHeader, from: usize) -> Option<usize> {
-    let last = buf.len().checked_sub(h.record_header_len)?;
-    (from.max(FILE_HEADER_LEN)..=last).find(|&at| chain_at(buf, h, at))
+    let first = from.max(FILE_HEADER_LEN);
+    let last = buf
+        .len()
+        .checked_sub(h.record_header_len)?
+        .min(first.saturating_add(reach(h)));
+    let found = (first..=last).find(|&at| chain_at(buf, h, at));
+    #[cfg(test)]
+    tally::add(found.map_or((last + 1).saturating_sub(first), |at| at - first + 1));
+    found
+}
+
+/// How far past its starting offset [`record_start`] looks: one record header and
+/// [`MAX_CAPLEN`] bytes.
+pub fn reach(h: &FileHeader) -> usize {
+    h.record_header_len + MAX_CAPLEN as usize
+}
+
+/// The offsets [`record_start`] examined on this thread (tests only).
+#[cfg(test)]
+pub mod tally {
+    use std::cell::Cell;
+
+    thread_local! {
+        static EXAMINED: Cell<usize> = const { Cell::new(0) };
+    }
+
+    pub(super) fn add(n: usize) {
+        EXAMINED.with(|e| e.set(e.get() + n));
+    }
+
+    /// The offsets examined since the last call, on this thread.
+    pub fn take() -> usize {
+        EXAMINED.with(|e| e.replace(0))
+    }
 }
 
 /// The smallest part worth a thread of its own (a smaller file is read in one part).
@@ -87,7 +124,8 @@ pub const MIN_PART: usize = 1 << 20;
 /// Split the records of a classic file `buf` into up to `parts` byte ranges of about equal
 /// size, in order: the first starts after the file header, the last ends at the end of
 /// `buf`, each range starts at a candidate boundary. Parts under `min_part` bytes are
-/// joined with the one before.
+/// not made; nor is a part whose target offset has no candidate within [`reach`] (the
+/// range before it runs on to the next boundary).
 pub fn ranges(buf: &[u8], h: &FileHeader, parts: usize, min_part: usize) -> Vec<(usize, usize)> {
     let body = buf.len().saturating_sub(FILE_HEADER_LEN);
     let parts = parts.clamp(1, (body / min_part.max(1)).max(1));
@@ -98,9 +136,11 @@ pub fn ranges(buf: &[u8], h: &FileHeader, parts: usize, min_part: usize) -> Vec<
         if target <= prev {
             continue;
         }
-        match record_start(buf, h, target) {
-            Some(at) if at > prev && at < buf.len() => starts.push(at),
-            _ => break,
+        // No boundary near this target: the part before it runs on to the next one.
+        if let Some(at) = record_start(buf, h, target) {
+            if at > prev && at < buf.len() {
+                starts.push(at);
+            }
         }
     }
     let mut out: Vec<(usize, usize)> = Vec::with_capacity(starts.len());
@@ -220,6 +260,49 @@ mod tests {
         assert!(chain_at(&buf, &h, starts[2]));
         assert!(!chain_at(&buf, &h, starts[3]));
         assert_eq!(record_start(&buf, &h, starts[2] + 1), None);
+    }
+
+    /// Where no position validates (every record's wire length is below its captured
+    /// length), each boundary looked for costs at most one reach of offsets, not a scan to
+    /// the end of the file, and the file is one part.
+    #[test]
+    fn a_file_with_no_valid_chain_costs_one_reach_per_boundary() {
+        let payloads: Vec<Vec<u8>> = (0..40_000).map(|_| vec![0x5A; 100]).collect();
+        let (mut buf, starts) = file(false, false, &payloads);
+        for &s in &starts {
+            buf[s + REC_WIRELEN..s + REC_WIRELEN + 4].copy_from_slice(&0u32.to_le_bytes());
+        }
+        let h = header(&buf);
+        assert!(buf.len() > 4 * (reach(&h) + 1));
+        tally::take();
+        assert_eq!(
+            ranges(&buf, &h, 4, 4096),
+            vec![(FILE_HEADER_LEN, buf.len())]
+        );
+        let examined = tally::take();
+        assert!(examined > 0);
+        assert!(examined <= 3 * (reach(&h) + 1), "{examined} offsets");
+    }
+
+    /// Records as long as the reader accepts: a boundary is still found from any offset
+    /// inside one, within the reach.
+    #[test]
+    fn the_reach_spans_the_longest_record() {
+        let big = MAX_CAPLEN as usize;
+        let payloads: Vec<Vec<u8>> = (0..3 * CHAIN)
+            .map(|i| vec![0x5A; if i % 2 == 0 { big } else { 64 }])
+            .collect();
+        let (buf, starts) = file(true, false, &payloads);
+        let h = header(&buf);
+        for from in [
+            starts[0] + 1,
+            starts[2] + 1,
+            starts[2] + 16 + big / 2,
+            starts[3] - 1,
+        ] {
+            let at = record_start(&buf, &h, from).expect("a boundary within the reach");
+            assert!(starts.binary_search(&at).is_ok() && at >= from && at - from <= reach(&h));
+        }
     }
 
     /// A payload that is itself one whole fake record chains into the true records after

@@ -91,6 +91,15 @@ impl<F: Fn() -> bool + Sync> Check for Counting<'_, F> {
     fn read(&self, bytes: u64) {
         self.read.fetch_add(bytes, Ordering::Relaxed);
     }
+
+    fn unread(&self, bytes: u64) {
+        // Only this call's loops add to `read`: what they reported is in it.
+        let _ = self
+            .read
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |r| {
+                Some(r.saturating_sub(bytes))
+            });
+    }
 }
 
 /// [`interruptible`], also telling `progress` the bytes read so far (loops over files

@@ -29,6 +29,13 @@ class ScenarioFields(TypedDict):
     decode_errors: int
     unique_flows: NotRequired[int]
     written_bytes: NotRequired[int]
+    threads: NotRequired[int]
+
+
+#: The ``threads=`` of the scenarios that call ``paclo.project`` / ``paclo.flows``: one,
+#: so that they measure the loop's cost per packet (a single file is otherwise read by
+#: every core); recorded in each of their runs.
+THREADS = 1
 
 
 class Scenario(Protocol):
@@ -185,10 +192,9 @@ def flow_project(path: str, count: int, probe: AllocationProbe | None = None) ->
     import paclo
 
     def run() -> ScenarioFields:
-        # One thread: the scenario is the loop's cost per packet (a single file is
-        # otherwise read by every core).
-        table = paclo.project(path, threads=1)
+        table = paclo.project(path, threads=THREADS)
         return {
+            "threads": THREADS,
             "packets": table.num_rows,
             "bytes": _column_sum(table, "caplen"),
             # Rows without an IP protocol: on the perf datasets (all TCP/UDP over IPv4),
@@ -229,8 +235,9 @@ def flow_table(path: str, count: int, probe: AllocationProbe | None = None) -> C
     import paclo
 
     def run() -> ScenarioFields:
-        table = paclo.flows(path, threads=1)  # one thread, as flow-project
+        table = paclo.flows(path, threads=THREADS)
         return {
+            "threads": THREADS,
             "packets": _column_sum(table, "packets"),
             "bytes": _column_sum(table, "bytes"),
             # Packets left out of the table (no IP layer or no known protocol): decode
