@@ -763,7 +763,10 @@ mod tests {
         for base in [eth(0x0800, &tcp), eth(0x0800, &udp)] {
             let mut frames = vec![base.clone()];
             for at in 12..base.len().min(60) {
-                for v in [0u8, 1, 2, 4, 5, 6, 7, 8, 0x10, 0x11, 0x1F, 0x20, 0x33, 0x3F, 0x40, 0x45, 0x46, 0x50, 0x60, 0x86, 0xF0, 0xFF] {
+                for v in [
+                    0u8, 1, 2, 4, 5, 6, 7, 8, 0x10, 0x11, 0x1F, 0x20, 0x33, 0x3F, 0x40, 0x45, 0x46,
+                    0x50, 0x60, 0x86, 0xF0, 0xFF,
+                ] {
                     let mut f = base.clone();
                     f[at] = v;
                     frames.push(f);
@@ -783,7 +786,10 @@ mod tests {
                 }
             }
         }
-        assert!(common > 1000 && other > 1000, "{common} common, {other} other");
+        assert!(
+            common > 1000 && other > 1000,
+            "{common} common, {other} other"
+        );
     }
 
     #[test]

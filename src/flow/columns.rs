@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use arrow_array::types::{Int64Type, UInt16Type, UInt32Type, UInt64Type, UInt8Type};
 use arrow_array::{ArrayRef, BinaryArray, FixedSizeBinaryArray, PrimitiveArray, RecordBatch};
-use arrow_buffer::{ArrowNativeType, BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow_buffer::{
+    ArrowNativeType, BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer,
+};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use crate::decode::fastpath::{self, FlowFields};
