@@ -168,14 +168,6 @@ fn column<T>(cap: usize) -> Vec<T> {
     v
 }
 
-/// `v` longer by `n` values (zeros, to be overwritten), and those values.
-#[inline(always)]
-fn grow<T: Copy + Default>(v: &mut Vec<T>, n: usize) -> &mut [T] {
-    let at = v.len();
-    v.resize(at + n, T::default());
-    &mut v[at..at + n]
-}
-
 /// Rows staged before they are spread into the columns: small enough to stay in the L1
 /// cache while they are read back.
 const STAGE_ROWS: usize = 256;
@@ -202,7 +194,7 @@ struct Row {
 /// Columns of the projection, filled without allocating per packet and handed to Arrow
 /// once per batch (the column vectors are moved into the batch, and reserved again when
 /// the next batch's first rows are written). Rows are staged in a small reused buffer and
-/// written into the columns in bulk, every column in one pass over the staged rows.
+/// written into the columns in bulk, a column at a time.
 pub struct ProjectionBuilder {
     cap: usize,
     /// Rows not yet in the columns (at most [`STAGE_ROWS`]), with their flow ids when
@@ -326,41 +318,25 @@ impl ProjectionBuilder {
         });
     }
 
-    /// Write the staged rows into the columns and empty the stage: each column grows by
-    /// the staged rows at once, then one pass over the rows writes every column.
+    /// Write the staged rows into the columns, a column at a time, and empty the stage.
     #[inline(never)]
     fn spread(&mut self) {
         if self.ts.capacity() == 0 {
             self.reserve();
         }
-        let rows = &self.stage[..];
-        let n = rows.len();
-        let ts = grow(&mut self.ts, n);
-        let caplen = grow(&mut self.caplen, n);
-        let len = grow(&mut self.len, n);
-        let ip_version = grow(&mut self.ip_version, n);
-        let protocol = grow(&mut self.protocol, n);
-        let src = grow(&mut self.src, n);
-        let dst = grow(&mut self.dst, n);
-        let src_port = grow(&mut self.src_port, n);
-        let dst_port = grow(&mut self.dst_port, n);
-        let vlan = grow(&mut self.vlan, n);
-        let flags = grow(&mut self.flags, n);
-        let present = grow(&mut self.present, n);
-        for (i, r) in rows.iter().enumerate() {
-            ts[i] = r.ts;
-            caplen[i] = r.caplen;
-            len[i] = r.len;
-            ip_version[i] = r.ip_version;
-            protocol[i] = r.protocol;
-            src[i] = r.src;
-            dst[i] = r.dst;
-            src_port[i] = r.src_port;
-            dst_port[i] = r.dst_port;
-            vlan[i] = r.vlan;
-            flags[i] = r.flags;
-            present[i] = r.present;
-        }
+        let rows = &self.stage;
+        self.ts.extend(rows.iter().map(|r| r.ts));
+        self.caplen.extend(rows.iter().map(|r| r.caplen));
+        self.len.extend(rows.iter().map(|r| r.len));
+        self.ip_version.extend(rows.iter().map(|r| r.ip_version));
+        self.protocol.extend(rows.iter().map(|r| r.protocol));
+        self.src.extend(rows.iter().map(|r| r.src));
+        self.dst.extend(rows.iter().map(|r| r.dst));
+        self.src_port.extend(rows.iter().map(|r| r.src_port));
+        self.dst_port.extend(rows.iter().map(|r| r.dst_port));
+        self.vlan.extend(rows.iter().map(|r| r.vlan));
+        self.flags.extend(rows.iter().map(|r| r.flags));
+        self.present.extend(rows.iter().map(|r| r.present));
         self.stage.clear();
         if let Some(ids) = &mut self.flow_id {
             ids.append(&mut self.stage_ids);
