@@ -168,7 +168,7 @@ impl FlowStats {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn add(&mut self, ts: i64, bytes: u64, forward: bool, flags: Option<u8>) {
         self.first_ts_ns = self.first_ts_ns.min(ts);
         self.last_ts_ns = self.last_ts_ns.max(ts);
@@ -417,7 +417,7 @@ impl FlowTable {
     }
 
     /// Count one packet; the id of its flow, `None` for a packet no flow counts.
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, pkt: &RawPacket<'_>) -> Option<u64> {
         let mut f = FlowFields::default();
         fastpath::parse(pkt.linktype, pkt.data, &mut f);
@@ -425,7 +425,7 @@ impl FlowTable {
     }
 
     /// [`push`](Self::push) with the packet's fields parsed already.
-    #[inline]
+    #[inline(always)]
     pub fn push_fields(&mut self, pkt: &RawPacket<'_>, f: &FlowFields) -> Option<u64> {
         self.packets += 1;
         self.clock = self.clock.max(pkt.ts_ns);
@@ -454,6 +454,22 @@ impl FlowTable {
             flow.stats.add(ts, bytes, forward, flags);
             return Some(flow.id);
         }
+        self.push_general(pkt, f, key, forward, flags)
+    }
+
+    /// [`push_fields`](Self::push_fields) for a table that is not simple (features,
+    /// timeouts, `max_flows`), out of line so that the simple table's loop stays small.
+    #[inline(never)]
+    fn push_general(
+        &mut self,
+        pkt: &RawPacket<'_>,
+        f: &FlowFields,
+        key: Packed,
+        forward: bool,
+        flags: Option<u8>,
+    ) -> Option<u64> {
+        let ts = pkt.ts_ns;
+        let bytes = u64::from(pkt.wirelen);
         if !self.metered && self.opts.active_timeout_ns.is_none() {
             // Feature groups alone: one map update, the slot opened with the flow.
             let FlowTable {
