@@ -592,27 +592,30 @@ impl FlowTable {
 
     /// The place in `dense` of the flow `key` of a simple table, opened at `ts` when new;
     /// it becomes the `last`.
-    #[inline]
+    #[inline(always)]
     fn find_or_open(&mut self, key: Packed, ts: i64) -> usize {
-        let FlowTable {
-            index,
-            dense,
-            next_id,
-            ..
-        } = self;
-        let at = *index.entry(key).or_insert_with(|| {
-            dense.push((
-                key,
-                Flow {
-                    stats: FlowStats::start(ts),
-                    id: *next_id,
-                    slot: NO_SLOT,
-                },
-            ));
-            *next_id += 1;
-            dense.len() - 1
-        });
+        let at = match self.index.get(&key) {
+            Some(&at) => at,
+            None => self.open(key, ts),
+        };
         self.last = at;
+        at
+    }
+
+    /// Open the flow `key` of a simple table at `ts`: its place in `dense`.
+    #[inline(never)]
+    fn open(&mut self, key: Packed, ts: i64) -> usize {
+        let at = self.dense.len();
+        self.dense.push((
+            key,
+            Flow {
+                stats: FlowStats::start(ts),
+                id: self.next_id,
+                slot: NO_SLOT,
+            },
+        ));
+        self.next_id += 1;
+        self.index.insert(key, at);
         at
     }
 
