@@ -1,10 +1,13 @@
 //! Per-packet projection into reused columns, finished into Arrow record batches.
 
+use std::mem::take;
 use std::sync::Arc;
 
 use arrow_array::types::{Int64Type, UInt16Type, UInt32Type, UInt64Type, UInt8Type};
 use arrow_array::{ArrayRef, BinaryArray, FixedSizeBinaryArray, PrimitiveArray, RecordBatch};
-use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow_buffer::{
+    ArrowNativeType, BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer,
+};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use crate::decode::fastpath::{self, FlowFields};
@@ -65,7 +68,9 @@ pub(crate) fn prim<T: arrow_array::ArrowPrimitiveType>(
     Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(v), valid))
 }
 
-pub(crate) fn addrs(v: Vec<u8>, valid: Option<NullBuffer>) -> ArrayRef {
+/// An address column from a vector whose bytes in memory are the addresses, 16 per row
+/// (bytes, or one `u128::from_ne_bytes` value a row): the vector becomes its buffer.
+pub(crate) fn addrs<T: ArrowNativeType>(v: Vec<T>, valid: Option<NullBuffer>) -> ArrayRef {
     Arc::new(FixedSizeBinaryArray::new(
         ADDR_LEN as i32,
         Buffer::from_vec(v),
@@ -96,6 +101,41 @@ pub(crate) fn validity_of<T: Copy>(values: &[T], valid: impl Fn(T) -> bool) -> N
         words.push(pack(tail));
     }
     NullBuffer::new(BooleanBuffer::new(Buffer::from_vec(words), 0, values.len()))
+}
+
+/// The validity bitmap of the rows whose presence byte in `present` has bit `bit` set.
+/// Eight bytes are read as one word and their bits gathered into eight bits of the bitmap
+/// by one multiplication, so a row costs about one instruction.
+pub(crate) fn present_bits(present: &[u8], bit: u8) -> NullBuffer {
+    /// Bit 0 of every byte.
+    const LOW: u64 = 0x0101_0101_0101_0101;
+    /// Moves bit 8k (k = 0..7) of a word holding only those bits to bit 56 + k: the
+    /// product's terms are distinct powers of two, so nothing carries.
+    const GATHER: u64 = 0x0102_0408_1020_4080;
+    let eight = |b: &[u8]| {
+        let x = b.try_into().map_or(0, u64::from_le_bytes);
+        ((x >> bit) & LOW).wrapping_mul(GATHER) >> 56
+    };
+    let chunks = present.chunks_exact(64);
+    let tail = chunks.remainder();
+    let mut words: Vec<u64> = Vec::with_capacity(present.len().div_ceil(64));
+    words.extend(chunks.map(|c| {
+        c.chunks_exact(8)
+            .enumerate()
+            .fold(0u64, |w, (i, b)| w | eight(b) << (8 * i))
+    }));
+    if !tail.is_empty() {
+        let w = tail
+            .iter()
+            .enumerate()
+            .fold(0u64, |w, (j, &p)| w | u64::from((p >> bit) & 1) << j);
+        words.push(w);
+    }
+    NullBuffer::new(BooleanBuffer::new(
+        Buffer::from_vec(words),
+        0,
+        present.len(),
+    ))
 }
 
 /// Ask the kernel to back a large column with transparent huge pages, so filling it costs
@@ -129,18 +169,19 @@ fn column<T>(cap: usize) -> Vec<T> {
 }
 
 /// Rows staged before they are spread into the columns: small enough to stay in the L1
-/// cache while they are read back column by column.
+/// cache while they are read back.
 const STAGE_ROWS: usize = 256;
 
 /// One projected row as [`ProjectionBuilder::push_fields`] stages it: a packet costs one
-/// store of this, the columns are written in bulk per [`STAGE_ROWS`] rows.
+/// store of this, the columns are written in bulk per [`STAGE_ROWS`] rows. Addresses are
+/// their 16 bytes in the machine's order (`u128::from_ne_bytes`), one value each.
 #[derive(Clone, Copy)]
 struct Row {
     ts: i64,
     caplen: u32,
     len: u32,
-    src: [u8; ADDR_LEN],
-    dst: [u8; ADDR_LEN],
+    src: u128,
+    dst: u128,
     src_port: u16,
     dst_port: u16,
     vlan: u16,
@@ -151,9 +192,9 @@ struct Row {
 }
 
 /// Columns of the projection, filled without allocating per packet and handed to Arrow
-/// once per batch (the column vectors are moved into the batch, then reserved again).
-/// Rows are staged in a small reused buffer and written into the columns in bulk, a
-/// column at a time.
+/// once per batch (the column vectors are moved into the batch, and reserved again when
+/// the next batch's first rows are written). Rows are staged in a small reused buffer and
+/// written into the columns in bulk, a column at a time.
 pub struct ProjectionBuilder {
     cap: usize,
     /// Rows not yet in the columns (at most [`STAGE_ROWS`]), with their flow ids when
@@ -165,14 +206,15 @@ pub struct ProjectionBuilder {
     len: Vec<u32>,
     ip_version: Vec<u8>,
     protocol: Vec<u8>,
-    src: Vec<u8>,
-    dst: Vec<u8>,
+    src: Vec<u128>,
+    dst: Vec<u128>,
     src_port: Vec<u16>,
     dst_port: Vec<u16>,
     vlan: Vec<u16>,
     flags: Vec<u8>,
-    /// Per row: [`PORTS`] | [`FLAGS`] | [`PROTOCOL`]. L3 presence is `ip_version != 0` and VLAN presence
-    /// is `vlan != NO_VLAN`, so one byte carries the validity that is not in the data.
+    /// Per row, one bit each: [`PORTS`], [`FLAGS`], [`PROTOCOL`], [`VLAN`], [`L3`]: the
+    /// validity of every nullable column in one byte, turned into bitmaps eight rows at a
+    /// time ([`present_bits`]).
     present: Vec<u8>,
     /// The flow id of each row ([`NO_FLOW`] for packets in no flow), when asked for.
     flow_id: Option<Vec<u64>>,
@@ -181,9 +223,12 @@ pub struct ProjectionBuilder {
 /// Marks "in no flow" in the flow id column.
 const NO_FLOW: u64 = u64::MAX;
 
-const PORTS: u8 = 1;
-const FLAGS: u8 = 2;
-const PROTOCOL: u8 = 4;
+/// Bits of a row's presence byte: ports, TCP flags, protocol, VLAN, an IP layer.
+const PORTS: u8 = 0;
+const FLAGS: u8 = 1;
+const PROTOCOL: u8 = 2;
+const VLAN: u8 = 3;
+const L3: u8 = 4;
 /// Marks "no VLAN" in the VLAN column (ids are 12 bits).
 const NO_VLAN: u16 = u16::MAX;
 
@@ -198,8 +243,8 @@ impl ProjectionBuilder {
             len: column(cap),
             ip_version: column(cap),
             protocol: column(cap),
-            src: column(cap * ADDR_LEN),
-            dst: column(cap * ADDR_LEN),
+            src: column(cap),
+            dst: column(cap),
             src_port: column(cap),
             dst_port: column(cap),
             vlan: column(cap),
@@ -257,35 +302,36 @@ impl ProjectionBuilder {
             ts: pkt.ts_ns,
             caplen: pkt.caplen,
             len: pkt.wirelen,
-            src: f.src,
-            dst: f.dst,
+            src: u128::from_ne_bytes(f.src),
+            dst: u128::from_ne_bytes(f.dst),
             src_port: f.src_port,
             dst_port: f.dst_port,
             vlan: if f.has_vlan { f.vlan_id } else { NO_VLAN },
             ip_version: f.ip_version,
             protocol: f.protocol,
             flags: f.tcp_flags,
-            present: (u8::from(f.has_ports) * PORTS)
-                | (u8::from(f.has_tcp_flags) * FLAGS)
-                | (u8::from(f.has_protocol) * PROTOCOL),
+            present: u8::from(f.has_ports) << PORTS
+                | u8::from(f.has_tcp_flags) << FLAGS
+                | u8::from(f.has_protocol) << PROTOCOL
+                | u8::from(f.has_vlan) << VLAN
+                | u8::from(f.ip_version != 0) << L3,
         });
     }
 
     /// Write the staged rows into the columns, a column at a time, and empty the stage.
     #[inline(never)]
     fn spread(&mut self) {
+        if self.ts.capacity() == 0 {
+            self.reserve();
+        }
         let rows = &self.stage;
         self.ts.extend(rows.iter().map(|r| r.ts));
         self.caplen.extend(rows.iter().map(|r| r.caplen));
         self.len.extend(rows.iter().map(|r| r.len));
         self.ip_version.extend(rows.iter().map(|r| r.ip_version));
         self.protocol.extend(rows.iter().map(|r| r.protocol));
-        self.src.reserve(rows.len() * ADDR_LEN);
-        self.dst.reserve(rows.len() * ADDR_LEN);
-        for r in rows {
-            self.src.extend_from_slice(&r.src);
-            self.dst.extend_from_slice(&r.dst);
-        }
+        self.src.extend(rows.iter().map(|r| r.src));
+        self.dst.extend(rows.iter().map(|r| r.dst));
         self.src_port.extend(rows.iter().map(|r| r.src_port));
         self.dst_port.extend(rows.iter().map(|r| r.dst_port));
         self.vlan.extend(rows.iter().map(|r| r.vlan));
@@ -297,40 +343,56 @@ impl ProjectionBuilder {
         }
     }
 
+    /// Reserve the columns for a batch (after [`finish`](Self::finish) moved them out).
+    #[cold]
+    fn reserve(&mut self) {
+        let cap = self.cap;
+        self.ts = column(cap);
+        self.caplen = column(cap);
+        self.len = column(cap);
+        self.ip_version = column(cap);
+        self.protocol = column(cap);
+        self.src = column(cap);
+        self.dst = column(cap);
+        self.src_port = column(cap);
+        self.dst_port = column(cap);
+        self.vlan = column(cap);
+        self.flags = column(cap);
+        if let Some(ids) = &mut self.flow_id {
+            *ids = column(cap);
+        }
+    }
+
     /// The held rows as a batch (None when empty); the columns are then empty again.
     pub fn finish(&mut self) -> Option<RecordBatch> {
         if self.is_empty() {
             return None;
         }
         self.spread();
-        let cap = self.cap;
-        fn take<T>(v: &mut Vec<T>, cap: usize) -> Vec<T> {
-            std::mem::replace(v, column(cap))
-        }
         let present = &self.present;
-        let has_l3 = validity_of(&self.ip_version, |v| v != 0);
-        let has_ports = validity_of(present, |p| p & PORTS != 0);
-        let has_flags = validity_of(present, |p| p & FLAGS != 0);
-        let has_protocol = validity_of(present, |p| p & PROTOCOL != 0);
-        let has_vlan = validity_of(&self.vlan, |v| v != NO_VLAN);
+        let has_l3 = present_bits(present, L3);
+        let has_ports = present_bits(present, PORTS);
+        let has_flags = present_bits(present, FLAGS);
+        let has_protocol = present_bits(present, PROTOCOL);
+        let has_vlan = present_bits(present, VLAN);
         self.present.clear();
         let with_ids = self.flow_id.is_some();
         let mut columns: Vec<ArrayRef> = vec![
-            prim::<Int64Type>(take(&mut self.ts, cap), None),
-            prim::<UInt32Type>(take(&mut self.caplen, cap), None),
-            prim::<UInt32Type>(take(&mut self.len, cap), None),
-            prim::<UInt8Type>(take(&mut self.ip_version, cap), Some(has_l3.clone())),
-            prim::<UInt8Type>(take(&mut self.protocol, cap), Some(has_protocol)),
-            addrs(take(&mut self.src, cap * ADDR_LEN), Some(has_l3.clone())),
-            addrs(take(&mut self.dst, cap * ADDR_LEN), Some(has_l3)),
-            prim::<UInt16Type>(take(&mut self.src_port, cap), Some(has_ports.clone())),
-            prim::<UInt16Type>(take(&mut self.dst_port, cap), Some(has_ports)),
-            prim::<UInt16Type>(take(&mut self.vlan, cap), Some(has_vlan)),
-            prim::<UInt8Type>(take(&mut self.flags, cap), Some(has_flags)),
+            prim::<Int64Type>(take(&mut self.ts), None),
+            prim::<UInt32Type>(take(&mut self.caplen), None),
+            prim::<UInt32Type>(take(&mut self.len), None),
+            prim::<UInt8Type>(take(&mut self.ip_version), Some(has_l3.clone())),
+            prim::<UInt8Type>(take(&mut self.protocol), Some(has_protocol)),
+            addrs(take(&mut self.src), Some(has_l3.clone())),
+            addrs(take(&mut self.dst), Some(has_l3)),
+            prim::<UInt16Type>(take(&mut self.src_port), Some(has_ports.clone())),
+            prim::<UInt16Type>(take(&mut self.dst_port), Some(has_ports)),
+            prim::<UInt16Type>(take(&mut self.vlan), Some(has_vlan)),
+            prim::<UInt8Type>(take(&mut self.flags), Some(has_flags)),
         ];
         if let Some(ids) = &mut self.flow_id {
             let in_flow = validity_of(ids, |id| id != NO_FLOW);
-            columns.push(prim::<UInt64Type>(take(ids, cap), Some(in_flow)));
+            columns.push(prim::<UInt64Type>(take(ids), Some(in_flow)));
         }
         Some(
             RecordBatch::try_new(projection_schema_with(with_ids), columns)
@@ -408,5 +470,34 @@ impl RawBatchBuilder {
             Arc::new(binary),
         ];
         Some(RecordBatch::try_new(raw_schema(), columns).expect("raw columns match their schema"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The gathered bitmaps are those of a bit-by-bit reading, for every bit and every
+    /// length around the word sizes.
+    #[test]
+    fn present_bits_reads_every_row() {
+        let mut x = 0x9E37_79B9_7F4A_7C15_u64;
+        let bytes: Vec<u8> = (0..300)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        for len in (0..140).chain([255, 256, 257, 300]) {
+            let rows = &bytes[..len];
+            for bit in 0..8 {
+                let got = present_bits(rows, bit);
+                let want: Vec<bool> = rows.iter().map(|p| (p >> bit) & 1 == 1).collect();
+                let got: Vec<bool> = (0..len).map(|i| got.is_valid(i)).collect();
+                assert_eq!(got, want, "{len} rows, bit {bit}");
+            }
+        }
     }
 }

@@ -3,6 +3,7 @@
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use arrow_array::types::{Int64Type, UInt16Type, UInt64Type, UInt8Type};
@@ -38,10 +39,11 @@ pub struct FlowTuple {
     pub vlan_id: Option<u16>,
 }
 
-/// The map's key: a [`FlowTuple`] packed into three words, so hashing and comparing cost
-/// three operations. Addresses hold their 16 bytes in the machine's order (a plain load
-/// from [`FlowFields`]); [`canonical`](Packed::canonical) compares them as numbers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// The map's key: a [`FlowTuple`] packed into three words, so comparing costs three
+/// operations and hashing two words. Addresses hold their 16 bytes in the machine's order
+/// (a plain load from [`FlowFields`]); [`canonical`](Packed::canonical) compares them as
+/// numbers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Packed {
     src: u128,
     dst: u128,
@@ -51,6 +53,18 @@ struct Packed {
 
 const PORT_PRESENT: u64 = 1 << 16;
 const VLAN_PRESENT: u64 = 1 << 12;
+
+impl Hash for Packed {
+    /// Two words for the hasher instead of five: the addresses folded into one, the
+    /// destination turned by 32 bits first (an IPv4-mapped address's four bytes are the top
+    /// 32 bits of its word, so the two addresses of an IPv4 pair land in different halves
+    /// and a flow's two directions hash apart), then the protocol, ports and VLAN.
+    #[inline(always)]
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        h.write_u128(self.src ^ self.dst.rotate_left(32));
+        h.write_u64(self.meta);
+    }
+}
 
 impl Packed {
     #[inline(always)]
@@ -154,7 +168,7 @@ impl FlowStats {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn add(&mut self, ts: i64, bytes: u64, forward: bool, flags: Option<u8>) {
         self.first_ts_ns = self.first_ts_ns.min(ts);
         self.last_ts_ns = self.last_ts_ns.max(ts);
@@ -256,6 +270,9 @@ impl FlowOptions {
 
 type Map = HashMap<Packed, Flow, foldhash::fast::FixedState>;
 
+/// A simple table's index: a key's place in its flows.
+type Index = HashMap<Packed, usize, foldhash::fast::FixedState>;
+
 /// A live flow: its counters, its id (creation order) and its feature slot.
 #[derive(Clone, Copy, Debug)]
 struct Flow {
@@ -299,21 +316,31 @@ impl PartialOrd for Due {
 ///
 /// Every flow gets an id, its creation order in the capture (0, 1, ...), which
 /// [`push`](Self::push) returns for each packet (the `flow_id` of the projection).
-/// Without timeouts, `max_flows` and features, a packet costs one hash-map update. With
-/// them, flows expire as soon as a packet's time passes their last packet plus
-/// `idle_timeout` (a live source's wall time does too, see [`advance`](Self::advance)), or
-/// at their next packet after `active_timeout`; expired
+/// Without timeouts, `max_flows` and features, a packet costs at most one hash-map lookup,
+/// none when it belongs to the flow of the packet before it (the flows are then held in
+/// creation order). With them, flows expire as soon as a packet's time passes their last
+/// packet plus `idle_timeout` (a live source's wall time does too, see
+/// [`advance`](Self::advance)), or at their next packet after `active_timeout`; expired
 /// rows wait in the table until [`take_expired`](Self::take_expired) (streams) or
 /// [`to_batch`](Self::to_batch) takes them.
 pub struct FlowTable {
     opts: FlowOptions,
+    /// The live flows of a table that is not `simple`.
     map: Map,
+    /// The live flows of a `simple` table, in creation order with their keys; `index` maps
+    /// a key to its place here, and `last` is the place of the last packet's flow, so a
+    /// packet of the same flow as the one before it needs no hash and no probe.
+    dense: Vec<(Packed, Flow)>,
+    index: Index,
+    /// `usize::MAX` before the first flow.
+    last: usize,
     expired: Vec<Row>,
     features: FeatureStore,
     /// Expiry queue (with an idle timeout or `max_flows`).
     due: BinaryHeap<Due>,
     metered: bool,
-    /// No timeouts, no `max_flows`, no features: one map update per packet.
+    /// No timeouts, no `max_flows`, no features: flows in `dense`, at most one map lookup
+    /// per packet.
     simple: bool,
     clock: i64,
     next_id: u64,
@@ -329,6 +356,9 @@ impl FlowTable {
         FlowTable {
             opts,
             map: Map::default(),
+            dense: Vec::new(),
+            index: Index::default(),
+            last: usize::MAX,
             expired: Vec::new(),
             simple: !opts.timeouts() && opts.max_flows.is_none() && features.is_empty(),
             features,
@@ -350,6 +380,9 @@ impl FlowTable {
         );
         self.features.add_group(group);
         self.simple = false;
+        self.map.extend(self.dense.drain(..));
+        self.index.clear();
+        self.last = usize::MAX;
     }
 
     /// The options the table was made with.
@@ -370,12 +403,12 @@ impl FlowTable {
 
     /// Live flows plus flows already expired (rows not yet taken).
     pub fn len(&self) -> usize {
-        self.map.len() + self.expired.len()
+        self.live() + self.expired.len()
     }
 
     /// Live flows.
     pub fn live(&self) -> usize {
-        self.map.len()
+        self.map.len() + self.dense.len()
     }
 
     /// Whether the table holds no flow.
@@ -384,7 +417,7 @@ impl FlowTable {
     }
 
     /// Count one packet; the id of its flow, `None` for a packet no flow counts.
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, pkt: &RawPacket<'_>) -> Option<u64> {
         let mut f = FlowFields::default();
         fastpath::parse(pkt.linktype, pkt.data, &mut f);
@@ -392,7 +425,7 @@ impl FlowTable {
     }
 
     /// [`push`](Self::push) with the packet's fields parsed already.
-    #[inline]
+    #[inline(always)]
     pub fn push_fields(&mut self, pkt: &RawPacket<'_>, f: &FlowFields) -> Option<u64> {
         self.packets += 1;
         self.clock = self.clock.max(pkt.ts_ns);
@@ -410,18 +443,33 @@ impl FlowTable {
         let ts = pkt.ts_ns;
         let bytes = u64::from(pkt.wirelen);
         if self.simple {
-            let next = &mut self.next_id;
-            let flow = self.map.entry(key).or_insert_with(|| {
-                *next += 1;
-                Flow {
-                    stats: FlowStats::start(ts),
-                    id: *next - 1,
-                    slot: NO_SLOT,
+            if let Some((k, flow)) = self.dense.get_mut(self.last) {
+                if *k == key {
+                    flow.stats.add(ts, bytes, forward, flags);
+                    return Some(flow.id);
                 }
-            });
+            }
+            let at = self.find_or_open(key, ts);
+            let flow = &mut self.dense[at].1;
             flow.stats.add(ts, bytes, forward, flags);
             return Some(flow.id);
         }
+        self.push_general(pkt, f, key, forward, flags)
+    }
+
+    /// [`push_fields`](Self::push_fields) for a table that is not simple (features,
+    /// timeouts, `max_flows`), out of line so that the simple table's loop stays small.
+    #[inline(never)]
+    fn push_general(
+        &mut self,
+        pkt: &RawPacket<'_>,
+        f: &FlowFields,
+        key: Packed,
+        forward: bool,
+        flags: Option<u8>,
+    ) -> Option<u64> {
+        let ts = pkt.ts_ns;
+        let bytes = u64::from(pkt.wirelen);
         if !self.metered && self.opts.active_timeout_ns.is_none() {
             // Feature groups alone: one map update, the slot opened with the flow.
             let FlowTable {
@@ -542,6 +590,35 @@ impl FlowTable {
         Some(id)
     }
 
+    /// The place in `dense` of the flow `key` of a simple table, opened at `ts` when new;
+    /// it becomes the `last`.
+    #[inline(always)]
+    fn find_or_open(&mut self, key: Packed, ts: i64) -> usize {
+        let at = match self.index.get(&key) {
+            Some(&at) => at,
+            None => self.open(key, ts),
+        };
+        self.last = at;
+        at
+    }
+
+    /// Open the flow `key` of a simple table at `ts`: its place in `dense`.
+    #[inline(never)]
+    fn open(&mut self, key: Packed, ts: i64) -> usize {
+        let at = self.dense.len();
+        self.dense.push((
+            key,
+            Flow {
+                stats: FlowStats::start(ts),
+                id: self.next_id,
+                slot: NO_SLOT,
+            },
+        ));
+        self.next_id += 1;
+        self.index.insert(key, at);
+        at
+    }
+
     /// Expire the flows whose last packet is `idle` or more before `now`.
     #[inline(never)]
     fn expire_idle(&mut self, now: i64, idle: i64) {
@@ -624,6 +701,7 @@ impl FlowTable {
         let mut live: Vec<Row> = self
             .map
             .drain()
+            .chain(self.dense.drain(..))
             .map(|(key, flow)| Row {
                 key,
                 flow,
@@ -634,6 +712,8 @@ impl FlowTable {
                 },
             })
             .collect();
+        self.index.clear();
+        self.last = usize::MAX;
         live.sort_unstable_by_key(|r| r.flow.id);
         for r in &live {
             self.features.close(r.flow.slot);
@@ -686,28 +766,42 @@ impl FlowTable {
         self.packets += other.packets;
         self.not_aggregated += other.not_aggregated;
         self.clock = self.clock.max(other.clock);
-        let mut theirs: Vec<(Packed, Flow)> = other.map.into_iter().collect();
+        let mut theirs: Vec<(Packed, Flow)> = other.map.into_iter().chain(other.dense).collect();
         theirs.sort_unstable_by_key(|(_, f)| f.id);
         for (k, f) in theirs {
-            let id = match self.map.entry(k) {
-                Entry::Occupied(mut e) => {
-                    e.get_mut().stats.merge(&f.stats);
-                    e.get().id
-                }
-                Entry::Vacant(v) => {
-                    v.insert(Flow {
-                        id: self.next_id,
-                        ..f
-                    });
-                    self.next_id += 1;
-                    self.next_id - 1
-                }
+            let id = if self.simple {
+                // A flow opened here starts empty at the other's first packet: merged, it
+                // holds the other's counters.
+                let at = self.find_or_open(k, f.stats.first_ts_ns);
+                let mine = &mut self.dense[at].1;
+                mine.stats.merge(&f.stats);
+                mine.id
+            } else {
+                self.merge_mapped(k, f)
             };
             if let Some(slot) = usize::try_from(f.id).ok().and_then(|i| ids.get_mut(i)) {
                 *slot = id;
             }
         }
         ids
+    }
+
+    /// Fold the flow `f` of key `k` into the map of a table that is not simple; its id here.
+    fn merge_mapped(&mut self, k: Packed, f: Flow) -> u64 {
+        match self.map.entry(k) {
+            Entry::Occupied(mut e) => {
+                e.get_mut().stats.merge(&f.stats);
+                e.get().id
+            }
+            Entry::Vacant(v) => {
+                v.insert(Flow {
+                    id: self.next_id,
+                    ..f
+                });
+                self.next_id += 1;
+                self.next_id - 1
+            }
+        }
     }
 
     /// Every row, ordered by first packet time, key, reason and id.
@@ -957,6 +1051,69 @@ mod tests {
             let (kc, kf) = canonical(key);
             prop_assert_eq!(pc.unpack(), kc);
             prop_assert_eq!(pf, kf);
+        }
+    }
+
+    /// A simple table (flows in creation order, the last packet's flow tried before the
+    /// map) gives the rows and flow ids of the general path, over runs of one flow,
+    /// alternations and returns to older flows, in both key modes; its two halves merged
+    /// give them too.
+    #[test]
+    fn a_simple_table_counts_as_the_general_path() {
+        use crate::flow::testdata::{ethernet, ipv4, tcp, udp};
+        let (a, b) = ([10, 0, 0, 1], [10, 0, 0, 2]);
+        let frames: Vec<Vec<u8>> = (0..5u16)
+            .map(|i| {
+                let ip = if i % 2 == 0 {
+                    ipv4(17, a, b, 0, 0, &udp(1000 + i, 53, 4))
+                } else {
+                    ipv4(6, b, a, 0, 0, &tcp(443, 2000 + i, 0x12, 0))
+                };
+                ethernet(0x0800, &[], &ip)
+            })
+            .collect();
+        let order = [0, 0, 0, 1, 0, 1, 2, 2, 3, 4, 0, 4, 4, 1, 3, 3, 3, 2, 0, 0];
+        let packets: Vec<RawPacket<'_>> = order
+            .iter()
+            .enumerate()
+            .map(|(i, &f)| RawPacket {
+                ts_ns: 1_000 * i as i64,
+                caplen: frames[f].len() as u32,
+                wirelen: frames[f].len() as u32 + 4,
+                linktype: crate::decode::fastpath::linktype::ETHERNET,
+                data: &frames[f],
+            })
+            .collect();
+        let run = |opts: FlowOptions, pkts: &[RawPacket<'_>]| {
+            let mut t = FlowTable::new(opts);
+            let ids: Vec<Option<u64>> = pkts.iter().map(|p| t.push(p)).collect();
+            (t, ids)
+        };
+        for bidirectional in [false, true] {
+            let simple = FlowOptions {
+                bidirectional,
+                ..FlowOptions::default()
+            };
+            let general = FlowOptions {
+                idle_timeout_ns: Some(i64::MAX),
+                ..simple
+            };
+            let (t, ids) = run(simple, &packets);
+            let (g, general_ids) = run(general, &packets);
+            assert!(t.simple && !g.simple);
+            assert_eq!(ids, general_ids);
+            assert_eq!((t.len(), t.live()), (5, 5));
+            let rows = t.rows();
+            assert_eq!(rows, g.rows());
+            let (mut first, _) = run(simple, &packets[..9]);
+            let (second, later) = run(simple, &packets[9..]);
+            let to_whole = first.merge_ids(second);
+            let merged: Vec<Option<u64>> = later
+                .iter()
+                .map(|id| id.map(|i| to_whole[i as usize]))
+                .collect();
+            assert_eq!(merged, ids[9..]);
+            assert_eq!(first.rows(), rows);
         }
     }
 
