@@ -2,14 +2,13 @@
 //! probe: thin wrappers of [`SourceLoop`], [`fold`] and [`for_each_packet`].
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyType};
 
 use super::convert::options::{parse_limit, SourceArg};
-use super::convert::packet::MappedFile;
+use super::convert::packet::MappedPackets;
 use super::convert::stats::{pcap_dict, stats_dict};
 use super::convert::{generic_alias, to_python, to_python_mapped, DecodeMode};
 use super::error::{consumer_failure, warn_oversized, warn_truncated};
@@ -21,11 +20,10 @@ use crate::pcap::{FileFormat, FileReader};
 use crate::source::{fold, Control, Folded, Limits, PacketSource, RawPacket, SourceLoop};
 use crate::stats::{Stats, StopReason};
 
-/// An open file: the pass, the map as a Python object for the packets, the map's address.
+/// An open file: the pass and the packets of its map.
 struct ReaderState {
     lp: SourceLoop<FileReader>,
-    map: Py<MappedFile>,
-    base: usize,
+    packets: MappedPackets,
 }
 
 /// An open capture file: an iterator of packets (or of dicts with `decode=`).
@@ -77,7 +75,7 @@ impl Reader {
 
     fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         let mode = self.mode;
-        let Some(ReaderState { lp, map, base }) = self.inner.as_mut() else {
+        let Some(ReaderState { lp, packets }) = self.inner.as_mut() else {
             return Ok(None);
         };
         // A consumer in C (`list(reader)`) runs no Python code that would notice Ctrl-C.
@@ -90,11 +88,7 @@ impl Reader {
                 bar.update(py, at, total)?;
             }
         }
-        let base = *base;
-        let step = lp.next_with(&mut PyHost(py), |p| {
-            let offset = (p.data.as_ptr() as usize).wrapping_sub(base);
-            to_python_mapped(py, mode, p, map, offset)
-        })?;
+        let step = lp.next_with(&mut PyHost(py), |p| to_python_mapped(py, mode, p, packets))?;
         match step {
             Ok(Some(converted)) => {
                 let (obj, decode_error) = converted?;
@@ -107,6 +101,7 @@ impl Reader {
                 Ok(Some(obj))
             }
             Ok(None) => {
+                packets.release();
                 let truncation = lp.take_truncation().map(|t| (t, read_before(lp.packets())));
                 self.end_progress(py)?;
                 if let Some((t, before)) = truncation {
@@ -228,11 +223,9 @@ pub fn read(
 ) -> PyResult<Reader> {
     let mode = DecodeMode::parse(decode)?;
     let lp = open_file(&path, filter, limit)?.strict(strict);
-    let shared = lp.source().shared_map();
-    let base = shared.as_ptr() as usize;
-    let map = Py::new(py, MappedFile(Arc::clone(shared)))?;
+    let packets = MappedPackets::new(py, lp.source().shared_map())?;
     Ok(Reader {
-        inner: Some(ReaderState { lp, map, base }),
+        inner: Some(ReaderState { lp, packets }),
         closed_stats: None,
         mode,
         progress: ProgressSink::new(progress),
@@ -254,7 +247,7 @@ impl<'py> Reduction<'py> {
         py: Python<'py>,
         lp: &mut SourceLoop<S>,
         acc: &mut Bound<'py, PyAny>,
-        convert: impl Fn(&RawPacket<'_>) -> PyResult<(Bound<'py, PyAny>, bool)>,
+        mut convert: impl FnMut(&RawPacket<'_>) -> PyResult<(Bound<'py, PyAny>, bool)>,
     ) -> Result<(), Folded<PyErr>> {
         let mut decode_errors = 0;
         let outcome = fold(lp, &mut PyHost(py), acc, |acc, p| {
@@ -316,12 +309,9 @@ pub fn reduce<'py>(
                 return Err(PyValueError::new_err("reduce reads one capture file"));
             };
             let mut lp = open_file(path, filter, limit)?.strict(strict);
-            let shared = Arc::clone(lp.source().shared_map());
-            let base = shared.as_ptr() as usize;
-            let map = Py::new(py, MappedFile(shared))?;
+            let mut packets = MappedPackets::new(py, lp.source().shared_map())?;
             let outcome = r.run(py, &mut lp, &mut acc, |p| {
-                let offset = (p.data.as_ptr() as usize).wrapping_sub(base);
-                to_python_mapped(py, mode, p, &map, offset)
+                to_python_mapped(py, mode, p, &mut packets)
             });
             let ended = end(py, lp, &outcome);
             (outcome, ended)

@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyType;
 
 use crate::source::RawPacket;
-use packet::{MappedFile, Packet};
+use packet::{MappedPackets, Packet};
 
 /// What a source yields for each packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,21 +52,18 @@ pub fn to_python<'py>(
     }
 }
 
-/// As [`to_python`], for a packet whose bytes lie at `offset` in `map`: in raw mode the
-/// `Packet` keeps the map and copies its bytes only when they are first read.
+/// As [`to_python`], for a packet of the mapped file of `packets`: in raw mode the
+/// `Packet` keeps the map and copies its bytes only when they are first read (and may be
+/// an earlier packet nothing holds any more, see [`MappedPackets`]).
 #[inline]
 pub fn to_python_mapped<'py>(
     py: Python<'py>,
     mode: DecodeMode,
     pkt: &RawPacket<'_>,
-    map: &Py<MappedFile>,
-    offset: usize,
+    packets: &mut MappedPackets,
 ) -> PyResult<(Bound<'py, PyAny>, bool)> {
     match mode {
-        DecodeMode::Raw => Ok((
-            Bound::new(py, Packet::from_mapped(py, map, offset, pkt))?.into_any(),
-            false,
-        )),
+        DecodeMode::Raw => Ok((packets.packet(py, pkt)?, false)),
         _ => to_python(py, mode, pkt),
     }
 }

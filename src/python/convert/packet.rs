@@ -8,6 +8,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyType};
 
+use super::packet_map::shared_int;
 use crate::capture::OwnedPacket;
 use crate::pcap::GuardedMap;
 use crate::source::RawPacket;
@@ -77,18 +78,25 @@ enum Backing {
 /// read; from a managed capture they stay in the capture's buffer; elsewhere they are
 /// copied at creation.
 ///
+/// `caplen` is a struct member (the int object itself, shared for lengths below 65,536):
+/// CPython reads it without a call, where every other attribute is a getter.
+///
 /// No `freelist`: pyo3's freelist (a mutex per allocation and per free) saved under 1% of a
-/// read loop's instructions per packet.
+/// read loop's instructions per packet; a reader reuses its own packets instead
+/// ([`MappedPackets`]), which needs a packet to be unreachable once its last reference is
+/// the reader's: no `weakref` or `dict` option here.
 #[pyclass(module = "paclo", frozen)]
 pub struct Packet {
     #[pyo3(get)]
     pub(crate) ts_ns: i64,
-    #[pyo3(get)]
     pub(crate) caplen: u32,
     #[pyo3(get)]
     pub(crate) wirelen: u32,
     #[pyo3(get)]
     pub(crate) linktype: u32,
+    /// Bytes captured (`len(data)`).
+    #[pyo3(get, name = "caplen")]
+    caplen_int: Py<PyAny>,
     backing: Backing,
     data: OnceLock<Py<PyBytes>>,
 }
@@ -103,6 +111,7 @@ impl Packet {
             caplen: pkt.caplen,
             wirelen: pkt.wirelen,
             linktype: pkt.linktype,
+            caplen_int: shared_int(py, pkt.caplen.into()).unbind(),
             backing: Backing::Copied,
             data,
         }
@@ -120,9 +129,30 @@ impl Packet {
             caplen: pkt.caplen,
             wirelen: pkt.wirelen,
             linktype: pkt.linktype,
+            caplen_int: shared_int(py, pkt.caplen.into()).unbind(),
             backing: Backing::Mapped(map.clone_ref(py), offset),
             data: OnceLock::new(),
         }
+    }
+
+    /// Make this packet the one of `pkt` at `offset` in `map`, as [`from_mapped`] would,
+    /// dropping its cached bytes.
+    ///
+    /// [`from_mapped`]: Packet::from_mapped
+    #[inline]
+    fn refill(&mut self, py: Python<'_>, map: &Py<MappedFile>, offset: usize, pkt: &RawPacket<'_>) {
+        if self.caplen != pkt.caplen {
+            self.caplen_int = shared_int(py, pkt.caplen.into()).unbind();
+        }
+        self.ts_ns = pkt.ts_ns;
+        self.caplen = pkt.caplen;
+        self.wirelen = pkt.wirelen;
+        self.linktype = pkt.linktype;
+        match &mut self.backing {
+            Backing::Mapped(m, at) if m.as_ptr() == map.as_ptr() => *at = offset,
+            backing => *backing = Backing::Mapped(map.clone_ref(py), offset),
+        }
+        self.data = OnceLock::new();
     }
 
     /// A packet that keeps `buf` (a managed capture's buffer) and gives it back to `pool`
@@ -139,6 +169,7 @@ impl Packet {
             caplen: buf.caplen,
             wirelen: buf.wirelen,
             linktype: buf.linktype,
+            caplen_int: shared_int(py, buf.caplen.into()).unbind(),
             backing: Backing::Pooled(pool.clone_ref(py), buf.data),
             data: OnceLock::new(),
         }
@@ -164,6 +195,76 @@ impl Packet {
         self.data
             .get_or_init(|| self.with_bytes(py, |b| PyBytes::new(py, b).unbind()))
             .clone_ref(py)
+    }
+}
+
+/// The packets read from one mapped file, which keep the map alive.
+///
+/// A packet handed out is kept here too; once nothing else holds it, it becomes the packet
+/// after the next (its fields overwritten, its cached bytes dropped) instead of a new
+/// object. A loop that drops each packet before it takes the one after next (`for pkt in
+/// reader` holds the previous one while `next` runs) makes no Python object per packet;
+/// one that keeps packets gets new ones. The kept object is unreachable by anything else
+/// (it has no other reference), so reusing it cannot be observed, except through `id()`,
+/// which a freed and reallocated packet may share as well.
+pub struct MappedPackets {
+    map: Py<MappedFile>,
+    /// The map's address: a packet's offset is its data's address minus this.
+    base: usize,
+    /// The last two packets handed out, in turn.
+    kept: [Option<Py<Packet>>; 2],
+    turn: usize,
+    /// Offset of the `Packet` within its Python object (the same for every object of the
+    /// type; measured on each new one).
+    at: usize,
+}
+
+impl MappedPackets {
+    /// Packets of the file mapped as `shared`.
+    pub fn new(py: Python<'_>, shared: &Arc<GuardedMap>) -> PyResult<MappedPackets> {
+        Ok(MappedPackets {
+            map: Py::new(py, MappedFile(Arc::clone(shared)))?,
+            base: shared.as_ptr() as usize,
+            kept: [None, None],
+            turn: 0,
+            at: 0,
+        })
+    }
+
+    /// The `Packet` of `pkt`, a packet of this map: the one handed out two calls ago when
+    /// nothing else holds it, else a new one.
+    #[inline]
+    pub fn packet<'py>(
+        &mut self,
+        py: Python<'py>,
+        pkt: &RawPacket<'_>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let offset = (pkt.data.as_ptr() as usize).wrapping_sub(self.base);
+        let slot = &mut self.kept[self.turn];
+        self.turn ^= 1;
+        if let Some(kept) = slot {
+            // SAFETY: a valid object (held by `kept`); reading its count has no effect.
+            if unsafe { pyo3::ffi::Py_REFCNT(kept.as_ptr()) } == 1 {
+                // SAFETY: `kept` is the object's only reference, so no Python code and no
+                // Rust borrow (`get()`, a method running on it) can reach the `Packet` while
+                // it is overwritten, and nothing `refill` does runs Python code (it frees
+                // only ints and bytes). The pointer is the object's own (CPython's
+                // allocation) plus the offset of the `Packet` in every object of the type.
+                let fields =
+                    unsafe { &mut *kept.as_ptr().cast::<u8>().add(self.at).cast::<Packet>() };
+                fields.refill(py, &self.map, offset, pkt);
+                return Ok(kept.clone_ref(py).into_bound(py).into_any());
+            }
+        }
+        let fresh = Bound::new(py, Packet::from_mapped(py, &self.map, offset, pkt))?;
+        self.at = (fresh.get() as *const Packet as usize).wrapping_sub(fresh.as_ptr() as usize);
+        *slot = Some(fresh.clone().unbind());
+        Ok(fresh.into_any())
+    }
+
+    /// Let go of the packets kept for reuse (those still held elsewhere stay valid).
+    pub fn release(&mut self) {
+        self.kept = [None, None];
     }
 }
 

@@ -22,7 +22,7 @@ const INT_TABLE: usize = 1 << 16;
 
 /// The Python int `v`: a shared one below 65,536, else a new one.
 #[inline]
-pub(super) fn int<'py>(py: Python<'py>, v: u64) -> Bound<'py, PyAny> {
+pub(crate) fn int<'py>(py: Python<'py>, v: u64) -> Bound<'py, PyAny> {
     let Ok(i) = usize::try_from(v) else {
         return new_int(py, v);
     };

@@ -22,6 +22,8 @@ use crate::source::RawPacket;
 use keys::{templates, Strings, Templates, STRINGS};
 use layers::l3_map;
 
+pub(crate) use cache::int as shared_int;
+
 /// Registered hooks as a tuple of callables; `HOOK_COUNT` lets the no-hook case skip the lock.
 static HOOKS: Mutex<Option<Py<PyTuple>>> = Mutex::new(None);
 static HOOK_COUNT: AtomicUsize = AtomicUsize::new(0);
