@@ -13,6 +13,7 @@
 //! of a probe dict reads back as expected. Elsewhere every store goes through
 //! `PyDict_SetItem`.
 
+use core::cell::Cell;
 use core::ptr::NonNull;
 
 use pyo3::ffi;
@@ -42,11 +43,13 @@ struct Entry {
     value: *mut ffi::PyObject,
 }
 
-/// The entries of a combined, unicode-keyed dict, or None for any other dict.
+/// The key table and entries of a combined, unicode-keyed dict, or None for any other
+/// dict.
 ///
 /// # Safety
 /// `d` is a live dict and the interpreter is one [`supported`] accepted.
-unsafe fn entries(d: *mut ffi::PyObject) -> Option<(NonNull<Entry>, usize)> {
+#[inline]
+unsafe fn entries(d: *mut ffi::PyObject) -> Option<(*mut KeysHead, NonNull<Entry>, usize)> {
     // SAFETY: `d` is a dict (caller), so it is a `PyDictObject`.
     let dict = unsafe { &*d.cast::<ffi::PyDictObject>() };
     if !dict.ma_values.is_null() {
@@ -64,16 +67,32 @@ unsafe fn entries(d: *mut ffi::PyObject) -> Option<(NonNull<Entry>, usize)> {
         let first = index
             .add(1usize << (*keys).log2_index_bytes)
             .cast::<Entry>();
-        Some((NonNull::new(first)?, n))
+        Some((keys, NonNull::new(first)?, n))
     }
 }
 
-/// Where the next value of a map under construction goes, for a dict (a new copy of a
-/// template, reachable only from its builder) whose entries can be written in place.
-#[derive(Clone, Copy)]
+/// The key table of dict `d`.
+///
+/// # Safety
+/// `d` is a live dict.
+#[inline]
+unsafe fn keys_of(d: *mut ffi::PyObject) -> *mut KeysHead {
+    // SAFETY: `d` is a dict (caller), so it is a `PyDictObject`.
+    unsafe { (*d.cast::<ffi::PyDictObject>()).ma_keys.cast() }
+}
+
+/// Where the values of a map under construction go, for a dict (a new copy of a template,
+/// reachable only from its builder) whose entries can be written in place.
 pub(super) struct Slots {
+    /// The key table the entries are of: a store that finds another one in the dict
+    /// (a table rebuilt in between) writes nothing in place.
+    keys: *mut KeysHead,
+    first: NonNull<Entry>,
+    len: usize,
     /// The entry after the last one written: values mostly come in the template's order.
-    next: usize,
+    next: Cell<usize>,
+    /// The dict is GC-tracked (a value that may be tracked was stored): it stays so.
+    tracked: Cell<bool>,
 }
 
 impl Slots {
@@ -83,47 +102,58 @@ impl Slots {
             return None;
         }
         // SAFETY: `d` is a live dict and `supported` accepted the interpreter.
-        unsafe { entries(d.as_ptr())? };
-        Some(Slots { next: 0 })
+        let (keys, first, len) = unsafe { entries(d.as_ptr())? };
+        Some(Slots {
+            keys,
+            first,
+            len,
+            next: Cell::new(0),
+            tracked: Cell::new(false),
+        })
     }
 
     /// Put `v` (a new reference, taken over) as the value of `key` in `d`, the dict these
     /// slots are of; gives `v` back when `key` is not one of its keys.
-    ///
-    /// The entries are found anew at each call, so a table that changed in between (an
-    /// insert through `PyDict_SetItem`) is never written through a stale pointer.
+    #[inline(always)]
     pub(super) fn put(
-        &mut self,
+        &self,
         d: &Bound<'_, PyDict>,
-        key: &Py<PyString>,
+        key: *mut ffi::PyObject,
         v: *mut ffi::PyObject,
     ) -> Result<(), *mut ffi::PyObject> {
-        // SAFETY: `d` is a live dict and `supported` accepted the interpreter (`of`).
-        let Some((first, len)) = (unsafe { entries(d.as_ptr()) }) else {
+        // SAFETY: `d` is a live dict.
+        if unsafe { keys_of(d.as_ptr()) } != self.keys {
             return Err(v);
+        }
+        let (first, len, k) = (self.first, self.len, key);
+        // SAFETY (both closures): `i < len`, an entry of the table, which is still the
+        // dict's. A deleted entry (no value) is never written: `PyDict_SetItem` would
+        // insert instead.
+        let holds = |i: usize| unsafe {
+            let e = &*first.as_ptr().add(i);
+            e.key == k && !e.value.is_null()
         };
-        let k = key.as_ptr();
-        let start = self.next.min(len);
-        let Some(i) = (start..len)
-            .chain(0..start)
-            // SAFETY: `i < len`: an entry of the table. A deleted entry (no value) is
-            // never written: `PyDict_SetItem` would insert instead.
-            .find(|&i| unsafe {
-                let e = &*first.as_ptr().add(i);
-                e.key == k && !e.value.is_null()
-            })
-        else {
-            return Err(v);
-        };
-        self.next = i + 1;
-        if may_be_tracked(v) {
+        let mut i = self.next.get();
+        while i < len && !holds(i) {
+            i += 1;
+        }
+        if i == len {
+            match find(self.next.get().min(len), holds) {
+                Some(at) => i = at,
+                None => return Err(v),
+            }
+        }
+        self.next.set(i + 1);
+        if !self.tracked.get() && may_be_tracked(v) {
             // SAFETY: `d` is a live GC object; tracking it is what `PyDict_SetItem` does
-            // when it stores a value that may be tracked.
+            // when it stores a value that may be tracked. The collector never untracks a
+            // dict holding such a value, so it stays tracked.
             unsafe {
                 if ffi::PyObject_GC_IsTracked(d.as_ptr()) == 0 {
                     ffi::PyObject_GC_Track(d.as_ptr().cast());
                 }
             }
+            self.tracked.set(true);
         }
         // SAFETY: entry `i` is live and the dict is reachable only from the caller (a new
         // copy), so nothing reads the entry while it changes. The old value's reference
@@ -133,10 +163,16 @@ impl Slots {
             let e = first.as_ptr().add(i);
             let old = (*e).value;
             (*e).value = v;
-            ffi::Py_XDECREF(old);
+            ffi::Py_DECREF(old);
         }
         Ok(())
     }
+}
+
+/// The entry before `end` for which `holds` is true.
+#[cold]
+fn find(end: usize, holds: impl Fn(usize) -> bool) -> Option<usize> {
+    (0..end).find(|&i| holds(i))
 }
 
 /// CPython's `_PyObject_GC_MAY_BE_TRACKED`: a dict holding `v` must be tracked.
@@ -186,7 +222,7 @@ fn probe(py: Python<'_>) -> PyResult<bool> {
     let d = src.copy()?;
     // SAFETY: `d` is a live dict; on 3.11 its key table has the layout read here (the
     // version was checked above), and the reads stay within the `len` entries it reports.
-    let Some((first, len)) = (unsafe { entries(d.as_ptr()) }) else {
+    let Some((_, first, len)) = (unsafe { entries(d.as_ptr()) }) else {
         return Ok(false);
     };
     if len != keys.len() {

@@ -9,7 +9,6 @@ mod in_place;
 mod keys;
 mod layers;
 
-use core::cell::Cell;
 use core::fmt::Write as _;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -67,7 +66,7 @@ pub(super) struct Map<'py> {
     pub(super) py: Python<'py>,
     pub(super) d: Bound<'py, PyDict>,
     /// Set for a copy of a template whose values are written in place (see [`in_place`]).
-    slots: Cell<Option<in_place::Slots>>,
+    slots: Option<in_place::Slots>,
 }
 
 impl<'py> Map<'py> {
@@ -76,7 +75,7 @@ impl<'py> Map<'py> {
         Map {
             py,
             d: PyDict::new(py),
-            slots: Cell::new(None),
+            slots: None,
         }
     }
     /// A copy of `template`; every key of it must then be set.
@@ -89,26 +88,24 @@ impl<'py> Map<'py> {
                 .cast_into_unchecked::<PyDict>()
         };
         let slots = in_place::Slots::of(py, &d);
-        Ok(Map {
-            py,
-            d,
-            slots: Cell::new(slots),
-        })
+        Ok(Map { py, d, slots })
     }
     /// Store `v` under `k`: in place in a template's copy when `k` is one of its keys, else
     /// through `PyDict_SetItem`.
-    #[inline]
+    #[inline(always)]
     fn put(&self, k: &Py<PyString>, v: Bound<'py, PyAny>) -> PyResult<()> {
-        let mut v = v.into_ptr();
-        if let Some(mut s) = self.slots.get() {
-            match s.put(&self.d, k, v) {
-                Ok(()) => {
-                    self.slots.set(Some(s));
-                    return Ok(());
-                }
-                Err(back) => v = back,
-            }
+        let v = v.into_ptr();
+        match &self.slots {
+            Some(s) => match s.put(&self.d, k.as_ptr(), v) {
+                Ok(()) => Ok(()),
+                Err(v) => self.insert(k, v),
+            },
+            None => self.insert(k, v),
         }
+    }
+    /// Store `v` (a new reference, taken over) under `k` through `PyDict_SetItem`.
+    #[inline(never)]
+    fn insert(&self, k: &Py<PyString>, v: *mut ffi::PyObject) -> PyResult<()> {
         // SAFETY: `d` is a dict, `k` a str and `v` a live object; `PyDict_SetItem` takes
         // its own references, so ours to `v` is dropped after it.
         let r = unsafe {
