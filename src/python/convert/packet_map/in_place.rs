@@ -7,7 +7,7 @@
 //! dict is new and held only by the builder, its keys stay as they are (same table, same
 //! order, same count), so the result is the dict `PyDict_SetItem` would have made. The
 //! GC tracking `PyDict_SetItem` applies (a dict holding a container is tracked) is applied
-//! here too.
+//! here too; the version tag the copy got when it was made is one nothing has seen yet.
 //!
 //! The layout is used only where [`supported`] said so: the interpreter is 3.11 and a copy
 //! of a probe dict reads back as expected. Elsewhere every store goes through
