@@ -124,3 +124,47 @@ def test_gc_tracking_is_that_of_plain_stores():
         for x in _dicts(paclo.decode(f), []):
             plain = {k: v for k, v in x.items()}  # noqa: C416 (stores each value in turn)
             assert gc.is_tracked(x) == gc.is_tracked(plain), x
+
+
+def test_maps_are_the_same_with_every_store_through_pydict_setitem(tmp_path):
+    """`PACLO_DICT_IN_PLACE=0` sends every store through `PyDict_SetItem` (the path of
+    interpreters other than 3.11): the maps, their order and GC tracking are the same."""
+    import os
+    import subprocess
+    import textwrap
+
+    path = tmp_path / "t.pcap"
+    write_pcap(path, FRAMES * 3)
+    script = textwrap.dedent(
+        """
+        import gc, sys
+        import paclo
+
+        def dicts(o, out):
+            if isinstance(o, dict):
+                out.append(o)
+                for v in o.values():
+                    dicts(v, out)
+            elif isinstance(o, list):
+                for v in o:
+                    dicts(v, out)
+            return out
+
+        for m in paclo.read(sys.argv[1], decode="full"):
+            print(repr(m), [gc.is_tracked(d) for d in dicts(m, [])])
+        """
+    )
+
+    def run(env_value):
+        env = dict(os.environ)
+        env.pop("PACLO_DICT_IN_PLACE", None)
+        if env_value is not None:
+            env["PACLO_DICT_IN_PLACE"] = env_value
+        out = subprocess.run(
+            [sys.executable, "-c", script, str(path)], env=env, capture_output=True, text=True, check=True
+        )
+        return out.stdout.splitlines()
+
+    in_place, plain = run(None), run("0")
+    assert len(in_place) == len(FRAMES) * 3
+    assert in_place == plain

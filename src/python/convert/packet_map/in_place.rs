@@ -189,11 +189,15 @@ fn may_be_tracked(v: *mut ffi::PyObject) -> bool {
     }
 }
 
+/// The environment variable that, set to `0` before the first map, makes every store go
+/// through `PyDict_SetItem`.
+const OFF: &str = "PACLO_DICT_IN_PLACE";
+
 /// 0 unknown, 1 the layout is known, 2 it is not.
 static SUPPORTED: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
 
-/// Whether this interpreter's dicts have the layout of this module: CPython 3.11, checked
-/// once on a probe dict (its copy's entries hold the probe's keys and values, in order).
+/// Whether this interpreter's dicts have the layout of this module (and `PACLO_DICT_IN_PLACE`
+/// is not `0`): CPython 3.11, checked once on a probe dict (its copy's entries hold the probe's keys and values, in order).
 pub(super) fn supported(py: Python<'_>) -> bool {
     use std::sync::atomic::Ordering;
     match SUPPORTED.load(Ordering::Relaxed) {
@@ -209,7 +213,7 @@ pub(super) fn supported(py: Python<'_>) -> bool {
 
 fn probe(py: Python<'_>) -> PyResult<bool> {
     let v = py.version_info();
-    if (v.major, v.minor) != (3, 11) {
+    if (v.major, v.minor) != (3, 11) || std::env::var_os(OFF).is_some_and(|s| s == "0") {
         return Ok(false);
     }
     let keys: Vec<Bound<'_, PyString>> = (0..12)
