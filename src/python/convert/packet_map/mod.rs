@@ -5,6 +5,7 @@
 //! every source (file reader, reduce, live capture, `paclo.decode`) applies them.
 
 mod cache;
+mod in_place;
 mod keys;
 mod layers;
 
@@ -12,8 +13,10 @@ use core::fmt::Write as _;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+use pyo3::IntoPyObjectExt;
 
 use crate::decode::addr;
 use crate::decode::icmp::Name;
@@ -62,6 +65,8 @@ impl<const N: usize> core::fmt::Write for StackText<N> {
 pub(super) struct Map<'py> {
     pub(super) py: Python<'py>,
     pub(super) d: Bound<'py, PyDict>,
+    /// Set for a copy of a template whose values are written in place (see [`in_place`]).
+    slots: Option<in_place::Slots>,
 }
 
 impl<'py> Map<'py> {
@@ -70,27 +75,60 @@ impl<'py> Map<'py> {
         Map {
             py,
             d: PyDict::new(py),
+            slots: None,
         }
     }
     /// A copy of `template`; every key of it must then be set.
     #[inline]
     pub(super) fn like(py: Python<'py>, template: &Py<PyDict>) -> PyResult<Self> {
-        Ok(Map {
-            py,
-            d: template.bind(py).copy()?,
-        })
+        // SAFETY: `template` is a live dict; `PyDict_Copy` returns a new reference or NULL
+        // with an exception set.
+        let d = unsafe {
+            Bound::from_owned_ptr_or_err(py, ffi::PyDict_Copy(template.as_ptr()))?
+                .cast_into_unchecked::<PyDict>()
+        };
+        let slots = in_place::Slots::of(py, &d);
+        Ok(Map { py, d, slots })
+    }
+    /// Store `v` under `k`: in place in a template's copy when `k` is one of its keys, else
+    /// through `PyDict_SetItem`.
+    #[inline(always)]
+    fn put(&self, k: &Py<PyString>, v: Bound<'py, PyAny>) -> PyResult<()> {
+        let v = v.into_ptr();
+        match &self.slots {
+            Some(s) => match s.put(&self.d, k.as_ptr(), v) {
+                Ok(()) => Ok(()),
+                Err(v) => self.insert(k, v),
+            },
+            None => self.insert(k, v),
+        }
+    }
+    /// Store `v` (a new reference, taken over) under `k` through `PyDict_SetItem`.
+    #[inline(never)]
+    fn insert(&self, k: &Py<PyString>, v: *mut ffi::PyObject) -> PyResult<()> {
+        // SAFETY: `d` is a dict, `k` a str and `v` a live object; `PyDict_SetItem` takes
+        // its own references, so ours to `v` is dropped after it.
+        let r = unsafe {
+            let r = ffi::PyDict_SetItem(self.d.as_ptr(), k.as_ptr(), v);
+            ffi::Py_DECREF(v);
+            r
+        };
+        if r < 0 {
+            return Err(PyErr::fetch(self.py));
+        }
+        Ok(())
     }
     #[inline]
     pub(super) fn set<V: IntoPyObject<'py>>(&self, k: &Py<PyString>, v: V) -> PyResult<()>
     where
         PyErr: From<V::Error>,
     {
-        self.d.set_item(k.bind(self.py), v)
+        self.put(k, v.into_bound_py_any(self.py)?)
     }
     /// An int value (shared below 65,536, see [`cache::int`]).
     #[inline]
     pub(super) fn int(&self, k: &Py<PyString>, v: u64) -> PyResult<()> {
-        self.d.set_item(k.bind(self.py), cache::int(self.py, v))
+        self.put(k, cache::int(self.py, v))
     }
     /// An int value, or None.
     #[inline]
@@ -102,19 +140,19 @@ impl<'py> Map<'py> {
     }
     #[inline]
     pub(super) fn s(&self, k: &Py<PyString>, v: &Py<PyString>) -> PyResult<()> {
-        self.d.set_item(k.bind(self.py), v.bind(self.py))
+        self.put(k, v.bind(self.py).clone().into_any())
     }
     #[inline]
     pub(super) fn none(&self, k: &Py<PyString>) -> PyResult<()> {
-        self.d.set_item(k.bind(self.py), self.py.None())
+        self.put(k, self.py.None().into_bound(self.py))
     }
     #[inline]
     pub(super) fn bytes(&self, k: &Py<PyString>, v: &[u8]) -> PyResult<()> {
-        self.d.set_item(k.bind(self.py), PyBytes::new(self.py, v))
+        self.put(k, PyBytes::new(self.py, v).into_any())
     }
     #[inline]
     pub(super) fn text(&self, k: &Py<PyString>, v: &str) -> PyResult<()> {
-        self.d.set_item(k.bind(self.py), PyString::new(self.py, v))
+        self.put(k, PyString::new(self.py, v).into_any())
     }
 }
 
