@@ -147,13 +147,12 @@ fn gather_words(present: &[u8], bit: u8, words: &mut Vec<u64>) {
     }
 }
 
-/// A huge page: columns of at least [`HUGE_MIN`] bytes are aligned to it and sized in
-/// whole huge pages, so that with transparent huge pages every byte of them is backed by
-/// 2 MiB pages (one page fault each) and none by 4 KiB pages at their unaligned ends.
+/// A huge page: columns of at least this many bytes are aligned to it and sized in whole
+/// huge pages, so that with transparent huge pages every byte of them is backed by 2 MiB
+/// pages (one page fault each) and none by 4 KiB pages at their unaligned ends, and their
+/// memory is kept as a spare when they are freed. (Smaller columns would keep a whole huge
+/// page resident for less than that.)
 const HUGE: usize = 2 << 20;
-
-/// The smallest column given huge pages: below it, 4 KiB pages waste less.
-const HUGE_MIN: usize = 1 << 20;
 
 /// An allocation of column memory: its address and layout.
 #[derive(Clone, Copy)]
@@ -178,8 +177,8 @@ impl Raw {
 }
 
 /// One column's memory, allocated (or taken from the spares) for a batch; when the last
-/// Arrow buffer over it is dropped, a large one is kept as a spare ([`keep`]) and any
-/// other freed.
+/// Arrow buffer over it is dropped, one on huge pages is kept as a spare ([`keep`]) and
+/// any other freed.
 struct Block(Raw);
 
 // SAFETY: a `Block` owns its allocation alone; it is only freed or kept (by `Drop`),
@@ -290,7 +289,7 @@ impl<T: ArrowNativeType> Column<T> {
         if bytes == 0 {
             return Column::empty();
         }
-        let (size, align) = if bytes >= HUGE_MIN {
+        let (size, align) = if bytes >= HUGE {
             (bytes.next_multiple_of(HUGE), HUGE)
         } else {
             (bytes, align_of::<T>().max(64))
@@ -484,15 +483,27 @@ fn publish() {
     }
 }
 
-/// Tell the kernel that the contents of `[ptr, ptr + len)` (an allocation of ours) are no
-/// longer needed: it may free those pages under memory pressure (the next write then
-/// faults in a zeroed page); until it does, they stay as they are.
+/// Tell the kernel that the contents of the whole pages in `[ptr, ptr + len)` (an
+/// allocation of ours) are no longer needed: it may free those pages under memory
+/// pressure (the next write then faults in a zeroed page); until it does, they stay as
+/// they are. Partial pages at the ends, which the allocator may share, are left alone.
 fn lazy_free(ptr: *mut u8, len: usize) {
     #[cfg(target_os = "linux")]
-    // SAFETY: the range is an allocation of ours, kept as a spare, whose contents are not
-    // read again before they are written. A failure is harmless.
-    unsafe {
-        libc::madvise(ptr.cast(), len, libc::MADV_FREE);
+    {
+        // SAFETY: sysconf has no preconditions.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(0);
+        if page == 0 || !page.is_power_of_two() {
+            return;
+        }
+        let start = (ptr as usize).next_multiple_of(page);
+        let end = (ptr as usize + len) & !(page - 1);
+        if end > start {
+            // SAFETY: `[start, end)` lies inside the allocation, kept as a spare, whose
+            // contents are not read again before they are written. A failure is harmless.
+            unsafe {
+                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_FREE);
+            }
+        }
     }
     #[cfg(not(target_os = "linux"))]
     let _ = (ptr, len);
@@ -964,8 +975,8 @@ mod tests {
     /// size (the columns grow).
     #[test]
     fn reused_and_grown_columns_hold_their_rows() {
-        // 2^16 rows: the address columns take 1 MiB, the huge page threshold.
-        let cap = HUGE_MIN / ADDR_LEN;
+        // 2^17 rows: the address columns take 2 MiB, a huge page.
+        let cap = HUGE / ADDR_LEN;
         for flow_id in [false, true] {
             let mut b = if flow_id {
                 ProjectionBuilder::with_flow_id(cap)
