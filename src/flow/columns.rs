@@ -270,6 +270,12 @@ struct Column<T> {
     block: Option<Block>,
 }
 
+// SAFETY: a column owns its allocation alone, as a `Vec<T>` does; it is moved or shared
+// across threads as a `Vec<T>` is.
+unsafe impl<T: Send> Send for Column<T> {}
+// SAFETY: as for `Send`: `&Column` only reads the values.
+unsafe impl<T: Sync> Sync for Column<T> {}
+
 impl<T: ArrowNativeType> Column<T> {
     /// A column without capacity (allocates nothing).
     const fn empty() -> Self {
@@ -967,6 +973,13 @@ mod tests {
                 assert_eq!(ids.is_valid(row).then(|| ids.value(row)), id, "{at}");
             }
         }
+    }
+
+    /// The builder moves between threads as it did with plain vectors.
+    #[test]
+    fn builder_is_send_and_sync() {
+        fn both<T: Send + Sync>() {}
+        both::<ProjectionBuilder>();
     }
 
     /// Batches whose columns are large enough for huge pages (and so kept as spares and
