@@ -3,7 +3,7 @@
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::mem::{align_of, size_of, take, MaybeUninit};
 use std::ptr::NonNull;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use arrow_array::types::{Int64Type, UInt16Type, UInt32Type, UInt64Type, UInt8Type};
 use arrow_array::{ArrayRef, BinaryArray, FixedSizeBinaryArray, PrimitiveArray, RecordBatch};
@@ -212,9 +212,17 @@ static SPARE: Mutex<Spare> = Mutex::new(Spare {
     bytes: 0,
 });
 
-/// The spare blocks (a panic elsewhere while they were locked leaves them consistent).
-fn spare_blocks() -> MutexGuard<'static, Spare> {
-    SPARE.lock().unwrap_or_else(PoisonError::into_inner)
+/// The spare blocks, or `None` while another thread holds them: a column then allocates
+/// (or frees) as if there were no spares, so the list never makes a thread wait, and a
+/// process forked while another thread held it (whose copy of the lock stays held) goes
+/// on without spares instead of blocking. A panic elsewhere while they were locked leaves
+/// them consistent.
+fn spare_blocks() -> Option<MutexGuard<'static, Spare>> {
+    match SPARE.try_lock() {
+        Ok(g) => Some(g),
+        Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+        Err(TryLockError::WouldBlock) => None,
+    }
 }
 
 /// Keep the freed allocation `raw` as a spare, freeing the oldest spares beyond
@@ -228,8 +236,12 @@ fn keep(raw: Raw) {
         unsafe { raw.free() };
         return;
     }
+    let Some(mut spare) = spare_blocks() else {
+        // SAFETY: as above.
+        unsafe { raw.free() };
+        return;
+    };
     lazy_free(raw.ptr.as_ptr(), size);
-    let mut spare = spare_blocks();
     while spare.bytes + size > SPARE_BYTES {
         let old = spare.blocks.remove(0);
         spare.bytes -= old.layout.size();
@@ -243,7 +255,7 @@ fn keep(raw: Raw) {
 /// The smallest spare allocation of `layout`'s alignment and at least its size (at most
 /// twice it), the most recently kept of those.
 fn reuse(layout: Layout) -> Option<Raw> {
-    let mut spare = spare_blocks();
+    let mut spare = spare_blocks()?;
     let size = |r: &Raw| r.layout.size();
     let (i, _) = spare
         .blocks
@@ -973,6 +985,30 @@ mod tests {
                 assert_eq!(ids.is_valid(row).then(|| ids.value(row)), id, "{at}");
             }
         }
+    }
+
+    /// A column made and freed while another thread holds the spare list (or while a
+    /// forked child's copy of its lock stays held) neither waits nor touches the list.
+    #[test]
+    fn columns_do_not_wait_for_the_spare_list() {
+        let held = loop {
+            if let Some(g) = spare_blocks() {
+                break g;
+            }
+            std::thread::yield_now();
+        };
+        let bytes = held.bytes;
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut c = Column::<u64>::with_capacity(2 * HUGE / 8);
+            c.extend(&[1u64, 2, 3], |&v| v);
+            assert_eq!(c.as_slice(), [1, 2, 3]);
+            drop(c);
+            tx.send(()).unwrap();
+        });
+        let done = rx.recv_timeout(std::time::Duration::from_secs(20));
+        assert!(done.is_ok(), "a column waited for the spare list");
+        assert_eq!(held.bytes, bytes);
     }
 
     /// The builder moves between threads as it did with plain vectors.
