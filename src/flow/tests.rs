@@ -144,6 +144,35 @@ fn flow_table_allocates_per_flow_only() {
     }
 }
 
+/// Batches whose columns lie on huge pages (and whose memory is kept and reused from
+/// batch to batch and call to call) allocate per batch only too, and equal the batches of
+/// small columns.
+#[test]
+fn projection_on_huge_pages_allocates_per_batch_only() {
+    let frames = udp_frames(3);
+    // 2^17 rows: the address columns take 2 MiB, a huge page.
+    let batch = 1 << 17;
+    let count = 4 * batch + 5;
+    let pass = || {
+        Cycle {
+            frames: frames.clone(),
+            count,
+            i: 0,
+        }
+        .pass()
+    };
+    let (want, _) = project_source(&mut pass(), 1000, &never).unwrap().unwrap();
+    let want = arrow_select_concat(&want);
+    for round in 0..3 {
+        let before = thread_counts();
+        let (batches, _) = project_source(&mut pass(), batch, &never).unwrap().unwrap();
+        let spent = thread_counts().since(before);
+        assert_eq!(batches.len(), 5);
+        assert!(spent.allocs < 100 * 5, "round {round}: {spent:?}");
+        assert_eq!(arrow_select_concat(&batches), want, "round {round}");
+    }
+}
+
 #[test]
 fn projection_columns_hold_the_fields() {
     let frames = vec![
