@@ -208,27 +208,27 @@ impl FeatureStore {
         statistical.chain(splt).chain(macs).chain(app).chain(others)
     }
 
-    /// Every group, in column order, to change.
-    fn groups_mut(&mut self) -> impl Iterator<Item = &mut (dyn FeatureGroup + 'static)> {
-        let statistical = self
-            .statistical
-            .iter_mut()
-            .map(|g| g as &mut dyn FeatureGroup);
-        let splt = self.splt.iter_mut().map(|g| g as &mut dyn FeatureGroup);
-        let macs = self.macs.iter_mut().map(|g| g as &mut dyn FeatureGroup);
-        let app = self.app.iter_mut().map(|g| g as &mut dyn FeatureGroup);
-        let others = self.others.iter_mut().map(|g| g.as_mut());
-        statistical.chain(splt).chain(macs).chain(app).chain(others)
-    }
-
     /// A slot for a new flow, opened in every group.
     pub fn open(&mut self) -> u32 {
         let slot = self.free.pop().unwrap_or_else(|| {
             self.slots += 1;
             self.slots - 1
         });
-        for g in self.groups_mut() {
-            g.open(slot as usize);
+        let s = slot as usize;
+        if let Some(g) = &mut self.statistical {
+            g.open(s);
+        }
+        if let Some(g) = &mut self.splt {
+            g.open(s);
+        }
+        if let Some(g) = &mut self.macs {
+            g.open(s);
+        }
+        if let Some(g) = &mut self.app {
+            g.open(s);
+        }
+        for g in &mut self.others {
+            g.open(s);
         }
         slot
     }
@@ -256,10 +256,24 @@ impl FeatureStore {
 
     /// The flow in `slot` ended.
     pub fn close(&mut self, slot: u32) {
-        if slot != NO_SLOT {
-            for g in self.groups_mut() {
-                g.close(slot as usize);
-            }
+        if slot == NO_SLOT {
+            return;
+        }
+        let slot = slot as usize;
+        if let Some(g) = &mut self.statistical {
+            g.close(slot);
+        }
+        if let Some(g) = &mut self.splt {
+            g.close(slot);
+        }
+        if let Some(g) = &mut self.macs {
+            g.close(slot);
+        }
+        if let Some(g) = &mut self.app {
+            g.close(slot);
+        }
+        for g in &mut self.others {
+            g.close(slot);
         }
     }
 
