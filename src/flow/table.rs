@@ -1205,6 +1205,143 @@ mod tests {
         }
     }
 
+    /// Tables that skip the map for a packet of the last packet's flow (feature groups,
+    /// the meter) give the flow ids, rows and columns of the same table made to look every
+    /// packet up, over runs of one flow, alternations, returns to older flows, the last
+    /// flow expiring (idle, active) or evicted and reopened by its next packet, whole
+    /// tables and streamed rows alike; and the shortcut allocates nothing.
+    #[test]
+    fn the_last_flow_shortcut_counts_as_a_lookup_per_packet() {
+        use crate::alloc::thread_counts;
+        use crate::flow::testdata::{ethernet, ipv4, tcp, udp};
+        let (a, b) = ([10, 0, 0, 1], [10, 0, 0, 2]);
+        let frames: Vec<Vec<u8>> = (0..6u16)
+            .map(|i| {
+                let ip = match i % 3 {
+                    0 => ipv4(17, a, b, 0, 0, &udp(1000 + i, 53, 4 + usize::from(i))),
+                    1 => ipv4(6, b, a, 0, 0, &tcp(443, 2000 + i, 0x12, 0)),
+                    _ => ipv4(6, a, b, 0, 0, &tcp(2000 + i - 1, 443, 0x10, 0)),
+                };
+                ethernet(0x0800, &[], &ip)
+            })
+            .collect();
+        // Flows 1 and 2 are the two directions of one bidirectional flow.
+        let order = [
+            0, 0, 0, 1, 2, 1, 2, 2, 3, 4, 0, 4, 4, 1, 3, 3, 3, 5, 0, 0, 0, 0, 0, 2, 1, 5, 5, 3, 0,
+            4, 4, 4, 4, 4, 4, 1,
+        ];
+        // Mostly 1 µs apart, with jumps of 20 µs that idle flows out, the last one too.
+        let mut ts = 0i64;
+        let packets: Vec<RawPacket<'_>> = order
+            .iter()
+            .enumerate()
+            .map(|(i, &f)| {
+                ts += if i % 7 == 6 { 20_000 } else { 1_000 };
+                RawPacket {
+                    ts_ns: ts,
+                    caplen: frames[f].len() as u32,
+                    wirelen: frames[f].len() as u32 + 4,
+                    linktype: crate::decode::fastpath::linktype::ETHERNET,
+                    data: &frames[f],
+                }
+            })
+            .collect();
+        let every = FeatureSpec {
+            statistical: true,
+            splt: 3,
+            mac: true,
+            app: true,
+            fingerprints: crate::flow::fingerprints::ALL,
+        };
+        let idle = Some(10_000);
+        let mut cases = Vec::new();
+        for bidirectional in [false, true] {
+            let base = FlowOptions {
+                bidirectional,
+                ..FlowOptions::default()
+            };
+            cases.extend([
+                FlowOptions {
+                    features: every,
+                    ..base
+                },
+                FlowOptions {
+                    idle_timeout_ns: idle,
+                    ..base
+                },
+                FlowOptions {
+                    idle_timeout_ns: idle,
+                    active_timeout_ns: Some(3_500),
+                    features: every,
+                    ..base
+                },
+                FlowOptions {
+                    active_timeout_ns: Some(2_500),
+                    ..base
+                },
+                FlowOptions {
+                    max_flows: Some(1),
+                    features: every,
+                    ..base
+                },
+                FlowOptions {
+                    idle_timeout_ns: idle,
+                    max_flows: Some(2),
+                    features: FeatureSpec {
+                        statistical: true,
+                        ..FeatureSpec::default()
+                    },
+                    ..base
+                },
+            ]);
+        }
+        for opts in cases {
+            // `lookup`: the last place forgotten after every packet.
+            let run = |lookup: bool, stream: bool| {
+                let mut t = FlowTable::new(opts);
+                let mut ids = Vec::new();
+                let mut batches = Vec::new();
+                for p in &packets {
+                    ids.push(t.push(p));
+                    if lookup {
+                        t.last = usize::MAX;
+                    }
+                    if stream && t.pending() >= 2 {
+                        batches.extend(t.take_expired(2));
+                    }
+                }
+                if stream {
+                    t.finish();
+                    while let Some(batch) = t.take_expired(3) {
+                        batches.push(batch);
+                    }
+                } else {
+                    batches.push(t.to_batch());
+                }
+                (ids, batches)
+            };
+            for stream in [false, true] {
+                let (ids, batches) = run(false, stream);
+                let (want_ids, want) = run(true, stream);
+                assert_eq!(ids, want_ids, "{opts:?}");
+                assert_eq!(batches, want, "{opts:?} stream {stream}");
+            }
+            if opts.timeouts() || opts.max_flows.is_some() {
+                let (_, batches) = run(false, true);
+                let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+                assert!(rows > 6, "flows end and reopen: {rows} rows ({opts:?})");
+            }
+            // Runs of the flow of the packet before: no allocation, however long.
+            let mut t = FlowTable::new(opts);
+            t.push(&packets[0]);
+            let before = thread_counts();
+            for _ in 0..10_000 {
+                t.push(&packets[0]);
+            }
+            assert_eq!(thread_counts().since(before).allocs, 0, "{opts:?}");
+        }
+    }
+
     /// One UDP flow of packets at `ts`, in that order, as a flow batch.
     fn one_flow(ts: &[i64]) -> RecordBatch {
         use crate::flow::testdata::{ethernet, ipv4, udp};
