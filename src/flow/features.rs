@@ -234,7 +234,7 @@ impl FeatureStore {
     }
 
     /// One packet of the flow in `slot`.
-    #[inline(never)]
+    #[inline(always)]
     pub fn packet(&mut self, slot: u32, p: &PacketView<'_>) {
         let slot = slot as usize;
         if let Some(g) = &mut self.statistical {

@@ -465,18 +465,6 @@ impl FlowTable {
             return Some(flow.id);
         }
         if self.in_order {
-            if let Some((k, flow)) = self.dense.get_mut(self.last) {
-                if *k == key {
-                    flow.stats.add(ts, bytes, forward, flags);
-                    let view = PacketView {
-                        pkt,
-                        fields: f,
-                        forward,
-                    };
-                    self.features.packet(flow.slot, &view);
-                    return Some(flow.id);
-                }
-            }
             return self.push_in_order(pkt, f, &key, forward, flags);
         }
         self.push_general(pkt, f, key, forward, flags)
@@ -495,7 +483,10 @@ impl FlowTable {
         flags: Option<u8>,
     ) -> Option<u64> {
         let ts = pkt.ts_ns;
-        let at = self.find_or_open(*key, ts);
+        let at = match self.dense.get(self.last) {
+            Some((k, _)) if k == key => self.last,
+            _ => self.find_or_open(*key, ts),
+        };
         let FlowTable {
             dense, features, ..
         } = self;
