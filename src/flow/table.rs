@@ -9,6 +9,7 @@ use std::sync::Arc;
 use arrow_array::types::{Int64Type, UInt16Type, UInt64Type, UInt8Type};
 use arrow_array::{ArrayRef, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use hashbrown::hash_map::Entry;
 use hashbrown::HashMap;
 
 use super::columns::{addr_type, addrs, prim, validity, ADDR_LEN};
@@ -267,7 +268,9 @@ impl FlowOptions {
     }
 }
 
-/// A table's index: a live flow's key to its place in the table's flows.
+type Map = HashMap<Packed, Flow, foldhash::fast::FixedState>;
+
+/// An `in_order` table's index: a key's place in its flows.
 type Index = HashMap<Packed, usize, foldhash::fast::FixedState>;
 
 /// A live flow: its counters, its id (creation order) and its feature slot.
@@ -313,8 +316,8 @@ impl PartialOrd for Due {
 ///
 /// Every flow gets an id, its creation order in the capture (0, 1, ...), which
 /// [`push`](Self::push) returns for each packet (the `flow_id` of the projection).
-/// A packet costs at most one hash-map lookup, none when it belongs to the flow of the
-/// packet before it (without timeouts and `max_flows` the flows are held in creation
+/// Without timeouts and `max_flows`, a packet costs at most one hash-map lookup, none when
+/// it belongs to the flow of the packet before it (the flows are then held in creation
 /// order). With them, flows expire as soon as a packet's time passes their last
 /// packet plus `idle_timeout` (a live source's wall time does too, see
 /// [`advance`](Self::advance)), or at their next packet after `active_timeout`; expired
@@ -322,16 +325,15 @@ impl PartialOrd for Due {
 /// [`to_batch`](Self::to_batch) takes them.
 pub struct FlowTable {
     opts: FlowOptions,
-    /// The flows with their keys: `index` maps a live flow's key to its place here, and
-    /// `last` is the place of the last packet's flow, so a packet of the same flow as the
-    /// one before it needs no hash and no probe. An `in_order` table holds its flows here
-    /// in creation order; a table whose flows expire reuses the places in `holes`.
+    /// The live flows of a table that is not `in_order`.
+    map: Map,
+    /// The live flows of an `in_order` table, in creation order with their keys; `index`
+    /// maps a key to its place here, and `last` is the place of the last packet's flow, so
+    /// a packet of the same flow as the one before it needs no hash and no probe.
     dense: Vec<(Packed, Flow)>,
     index: Index,
-    /// `usize::MAX` before the first flow and after its flow ended.
+    /// `usize::MAX` before the first flow.
     last: usize,
-    /// Places in `dense` of flows that ended (not in `index`).
-    holes: Vec<usize>,
     expired: Vec<Row>,
     features: FeatureStore,
     /// Expiry queue (with an idle timeout or `max_flows`).
@@ -354,10 +356,10 @@ impl FlowTable {
         let features = FeatureStore::new(opts.features, opts.bidirectional);
         FlowTable {
             opts,
+            map: Map::default(),
             dense: Vec::new(),
             index: Index::default(),
             last: usize::MAX,
-            holes: Vec::new(),
             expired: Vec::new(),
             in_order: !opts.timeouts() && opts.max_flows.is_none(),
             simple: !opts.timeouts() && opts.max_flows.is_none() && features.is_empty(),
@@ -383,12 +385,11 @@ impl FlowTable {
         // Flows opened before the first group get a slot now.
         let FlowTable {
             dense,
-            index,
+            map,
             features,
             ..
         } = self;
-        for &at in index.values() {
-            let flow = &mut dense[at].1;
+        for flow in dense.iter_mut().map(|e| &mut e.1).chain(map.values_mut()) {
             if flow.slot == NO_SLOT {
                 flow.slot = features.open();
             }
@@ -418,7 +419,7 @@ impl FlowTable {
 
     /// Live flows.
     pub fn live(&self) -> usize {
-        self.index.len()
+        self.map.len() + self.dense.len()
     }
 
     /// Whether the table holds no flow.
@@ -523,41 +524,73 @@ impl FlowTable {
                 self.expire_idle(ts, idle);
             }
         }
-        let found = match self.dense.get(self.last) {
-            Some((k, _)) if *k == key => Some(self.last),
-            _ => self.index.get(&key).copied(),
-        };
-        let at = match found {
-            Some(at) => {
-                let s = &self.dense[at].1.stats;
-                let FlowOptions {
-                    idle_timeout_ns: idle,
-                    active_timeout_ns: active,
-                    ..
-                } = self.opts;
-                if idle.is_some_and(|t| ts.saturating_sub(s.last_ts_ns) >= t) {
-                    self.restart(at, ts, Expiration::Idle);
-                } else if active.is_some_and(|t| ts.saturating_sub(s.first_ts_ns) >= t) {
-                    self.restart(at, ts, Expiration::Active);
-                }
-                at
-            }
-            None => {
-                if self
-                    .opts
-                    .max_flows
-                    .is_some_and(|m| self.index.len() >= m.max(1))
-                {
-                    self.evict_oldest();
-                }
-                self.open_placed(key, ts)
-            }
-        };
-        self.last = at;
+        if self
+            .opts
+            .max_flows
+            .is_some_and(|m| self.map.len() >= m.max(1) && !self.map.contains_key(&key))
+        {
+            self.evict_oldest();
+        }
+        let FlowOptions {
+            idle_timeout_ns: idle,
+            active_timeout_ns: active,
+            ..
+        } = self.opts;
+        let queue_delay = idle.unwrap_or(0);
         let FlowTable {
-            dense, features, ..
+            map,
+            expired,
+            features,
+            due,
+            next_id,
+            metered,
+            ..
         } = self;
-        let flow = &mut dense[at].1;
+        let mut start = || {
+            let id = *next_id;
+            *next_id += 1;
+            let slot = if features.is_empty() {
+                NO_SLOT
+            } else {
+                features.open()
+            };
+            if *metered {
+                due.push(Due {
+                    deadline: ts.saturating_add(queue_delay),
+                    id,
+                    key,
+                });
+            }
+            Flow {
+                stats: FlowStats::start(ts),
+                id,
+                slot,
+            }
+        };
+        let flow = match map.entry(key) {
+            Entry::Occupied(e) => {
+                let flow = e.into_mut();
+                let s = &flow.stats;
+                let reason = if idle.is_some_and(|t| ts.saturating_sub(s.last_ts_ns) >= t) {
+                    Some(Expiration::Idle)
+                } else if active.is_some_and(|t| ts.saturating_sub(s.first_ts_ns) >= t) {
+                    Some(Expiration::Active)
+                } else {
+                    None
+                };
+                if let Some(reason) = reason {
+                    let old = std::mem::replace(flow, start());
+                    features.close(old.slot);
+                    expired.push(Row {
+                        key,
+                        flow: old,
+                        reason,
+                    });
+                }
+                flow
+            }
+            Entry::Vacant(v) => v.insert(start()),
+        };
         flow.stats.add(ts, bytes, forward, flags);
         if flow.slot != NO_SLOT {
             features.packet(
@@ -570,87 +603,10 @@ impl FlowTable {
             );
         }
         let id = flow.id;
-        if self.metered && self.due.len() > 2 * self.index.len() + 4096 {
+        if self.metered && self.due.len() > 2 * self.map.len() + 4096 {
             self.rebuild_queue();
         }
         Some(id)
-    }
-
-    /// A new flow starting at `ts` (its id, its feature slot, queued when metered).
-    fn start(&mut self, key: Packed, ts: i64) -> Flow {
-        let id = self.next_id;
-        self.next_id += 1;
-        let slot = if self.features.is_empty() {
-            NO_SLOT
-        } else {
-            self.features.open()
-        };
-        if self.metered {
-            self.due.push(Due {
-                deadline: ts.saturating_add(self.opts.idle_timeout_ns.unwrap_or(0)),
-                id,
-                key,
-            });
-        }
-        Flow {
-            stats: FlowStats::start(ts),
-            id,
-            slot,
-        }
-    }
-
-    /// Open the flow `key` at `ts` in a table that is not `in_order`: its place in
-    /// `dense` (a hole left by an ended flow when there is one).
-    #[inline(never)]
-    fn open_placed(&mut self, key: Packed, ts: i64) -> usize {
-        let flow = self.start(key, ts);
-        let at = match self.holes.pop() {
-            Some(at) => {
-                self.dense[at] = (key, flow);
-                at
-            }
-            None => {
-                self.dense.push((key, flow));
-                self.dense.len() - 1
-            }
-        };
-        self.index.insert(key, at);
-        at
-    }
-
-    /// End the flow at `at` for `reason` and start its key's next flow there at `ts`.
-    #[inline(never)]
-    fn restart(&mut self, at: usize, ts: i64, reason: Expiration) {
-        let key = self.dense[at].0;
-        let flow = self.start(key, ts);
-        let old = std::mem::replace(&mut self.dense[at].1, flow);
-        self.features.close(old.slot);
-        self.expired.push(Row {
-            key,
-            flow: old,
-            reason,
-        });
-    }
-
-    /// The live flow of `key` if it has id `id`: its place in `dense`.
-    fn live_at(&self, key: &Packed, id: u64) -> Option<usize> {
-        self.index
-            .get(key)
-            .copied()
-            .filter(|&at| self.dense[at].1.id == id)
-    }
-
-    /// Take the live flow at `at` (of `key`) out of a table that is not `in_order`, its
-    /// row written for `reason`.
-    fn end_at(&mut self, at: usize, key: Packed, reason: Expiration) {
-        self.index.remove(&key);
-        self.holes.push(at);
-        if self.last == at {
-            self.last = usize::MAX;
-        }
-        let flow = self.dense[at].1;
-        self.features.close(flow.slot);
-        self.expired.push(Row { key, flow, reason });
     }
 
     /// The place in `dense` of the flow `key` of an `in_order` table, opened at `ts` when
@@ -693,12 +649,19 @@ impl FlowTable {
     fn expire_idle(&mut self, now: i64, idle: i64) {
         while self.due.peek().is_some_and(|d| d.deadline <= now) {
             let Some(d) = self.due.pop() else { break };
-            let Some(at) = self.live_at(&d.key, d.id) else {
+            let Some(flow) = self.map.get(&d.key).filter(|f| f.id == d.id) else {
                 continue; // the flow expired already
             };
-            let deadline = self.dense[at].1.stats.last_ts_ns.saturating_add(idle);
+            let deadline = flow.stats.last_ts_ns.saturating_add(idle);
             if deadline <= now {
-                self.end_at(at, d.key, Expiration::Idle);
+                if let Some(flow) = self.map.remove(&d.key) {
+                    self.features.close(flow.slot);
+                    self.expired.push(Row {
+                        key: d.key,
+                        flow,
+                        reason: Expiration::Idle,
+                    });
+                }
             } else {
                 self.due.push(Due { deadline, ..d });
             }
@@ -709,17 +672,24 @@ impl FlowTable {
     fn evict_oldest(&mut self) {
         let delay = self.opts.idle_timeout_ns.unwrap_or(0);
         while let Some(d) = self.due.pop() {
-            let Some(at) = self.live_at(&d.key, d.id) else {
+            let Some(flow) = self.map.get(&d.key).filter(|f| f.id == d.id) else {
                 continue;
             };
-            let deadline = self.dense[at].1.stats.last_ts_ns.saturating_add(delay);
+            let deadline = flow.stats.last_ts_ns.saturating_add(delay);
             if deadline > d.deadline {
                 // Active since it was queued: every other entry is due no earlier.
                 self.due.push(Due { deadline, ..d });
                 continue;
             }
-            self.end_at(at, d.key, Expiration::Evicted);
-            self.evicted += 1;
+            if let Some(flow) = self.map.remove(&d.key) {
+                self.features.close(flow.slot);
+                self.expired.push(Row {
+                    key: d.key,
+                    flow,
+                    reason: Expiration::Evicted,
+                });
+                self.evicted += 1;
+            }
             return;
         }
     }
@@ -728,15 +698,12 @@ impl FlowTable {
     fn rebuild_queue(&mut self) {
         let delay = self.opts.idle_timeout_ns.unwrap_or(0);
         let entries: Vec<Due> = self
-            .index
+            .map
             .iter()
-            .map(|(k, &at)| {
-                let f = &self.dense[at].1;
-                Due {
-                    deadline: f.stats.last_ts_ns.saturating_add(delay),
-                    id: f.id,
-                    key: *k,
-                }
+            .map(|(k, f)| Due {
+                deadline: f.stats.last_ts_ns.saturating_add(delay),
+                id: f.id,
+                key: *k,
             })
             .collect();
         self.due = BinaryHeap::from(entries);
@@ -756,27 +723,21 @@ impl FlowTable {
     pub fn finish(&mut self) {
         let idle = self.opts.idle_timeout_ns;
         let end = self.clock;
-        let row = |(key, flow): (Packed, Flow)| Row {
-            key,
-            flow,
-            reason: if idle.is_some_and(|t| end.saturating_sub(flow.stats.last_ts_ns) >= t) {
-                Expiration::Idle
-            } else {
-                Expiration::End
-            },
-        };
-        let mut live: Vec<Row> = if self.in_order {
-            self.dense.drain(..).map(row).collect()
-        } else {
-            let dense = &self.dense;
-            self.index
-                .iter()
-                .map(|(k, &at)| row((*k, dense[at].1)))
-                .collect()
-        };
-        self.dense.clear();
+        let mut live: Vec<Row> = self
+            .map
+            .drain()
+            .chain(self.dense.drain(..))
+            .map(|(key, flow)| Row {
+                key,
+                flow,
+                reason: if idle.is_some_and(|t| end.saturating_sub(flow.stats.last_ts_ns) >= t) {
+                    Expiration::Idle
+                } else {
+                    Expiration::End
+                },
+            })
+            .collect();
         self.index.clear();
-        self.holes.clear();
         self.last = usize::MAX;
         live.sort_unstable_by_key(|r| r.flow.id);
         for r in &live {
@@ -830,15 +791,7 @@ impl FlowTable {
         self.packets += other.packets;
         self.not_aggregated += other.not_aggregated;
         self.clock = self.clock.max(other.clock);
-        let mut theirs: Vec<(Packed, Flow)> = if other.in_order {
-            other.dense
-        } else {
-            other
-                .index
-                .iter()
-                .map(|(k, &at)| (*k, other.dense[at].1))
-                .collect()
-        };
+        let mut theirs: Vec<(Packed, Flow)> = other.map.into_iter().chain(other.dense).collect();
         theirs.sort_unstable_by_key(|(_, f)| f.id);
         for (k, f) in theirs {
             let id = if self.in_order {
@@ -861,26 +814,20 @@ impl FlowTable {
     /// Fold the flow `f` of key `k` into the map of a table that is not `in_order`; its id
     /// here.
     fn merge_mapped(&mut self, k: Packed, f: Flow) -> u64 {
-        if let Some(&at) = self.index.get(&k) {
-            let mine = &mut self.dense[at].1;
-            mine.stats.merge(&f.stats);
-            return mine.id;
+        match self.map.entry(k) {
+            Entry::Occupied(mut e) => {
+                e.get_mut().stats.merge(&f.stats);
+                e.get().id
+            }
+            Entry::Vacant(v) => {
+                v.insert(Flow {
+                    id: self.next_id,
+                    ..f
+                });
+                self.next_id += 1;
+                self.next_id - 1
+            }
         }
-        let id = self.next_id;
-        self.next_id += 1;
-        let entry = (k, Flow { id, ..f });
-        let at = match self.holes.pop() {
-            Some(at) => {
-                self.dense[at] = entry;
-                at
-            }
-            None => {
-                self.dense.push(entry);
-                self.dense.len() - 1
-            }
-        };
-        self.index.insert(k, at);
-        id
     }
 
     /// Every row, ordered by first packet time, key, reason and id.
