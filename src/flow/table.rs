@@ -465,16 +465,12 @@ impl FlowTable {
             flow.stats.add(ts, bytes, forward, flags);
             return Some(flow.id);
         }
-        if self.in_order {
-            return self.push_in_order(pkt, f, &key, forward, flags);
-        }
         self.push_general(pkt, f, key, forward, flags)
     }
 
-    /// [`push_fields`](Self::push_fields) for a packet of an `in_order` table with feature
-    /// groups whose flow is not the last packet's: the simple table's scheme, the slot
-    /// opened with the flow.
-    #[inline(never)]
+    /// [`push_general`](Self::push_general) for an `in_order` table (feature groups alone):
+    /// the simple table's scheme, the slot opened with the flow.
+    #[inline(always)]
     fn push_in_order(
         &mut self,
         pkt: &RawPacket<'_>,
@@ -515,6 +511,9 @@ impl FlowTable {
         forward: bool,
         flags: Option<u8>,
     ) -> Option<u64> {
+        if self.in_order {
+            return self.push_in_order(pkt, f, &key, forward, flags);
+        }
         let ts = pkt.ts_ns;
         let bytes = u64::from(pkt.wirelen);
         if let Some(idle) = self.opts.idle_timeout_ns {
