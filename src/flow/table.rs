@@ -1162,7 +1162,7 @@ mod tests {
                 ethernet(0x0800, &[], &ip)
             })
             .collect();
-        // Flows 1 and 2 are the two directions of one bidirectional flow.
+        // Flows 1 and 2 (and 4 and 5) are the two directions of one bidirectional flow.
         let order = [
             0, 0, 0, 1, 2, 1, 2, 2, 3, 4, 0, 4, 4, 1, 3, 3, 3, 5, 0, 0, 0, 0, 0, 2, 1, 5, 5, 3, 0,
             4, 4, 4, 4, 4, 4, 1,
