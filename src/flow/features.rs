@@ -149,10 +149,17 @@ pub trait FeatureGroup: Send {
 /// A slot index of a flow without features.
 pub const NO_SLOT: u32 = u32::MAX;
 
-/// The feature groups of a table and the slots of its flows.
+/// The feature groups of a table and the slots of its flows. The built-in groups are
+/// held by value, so that a packet reaches them without an indirect call and their
+/// update is inlined; their columns come first, in this order, then those of the groups
+/// added through the trait.
 #[derive(Default)]
 pub struct FeatureStore {
-    groups: Vec<Box<dyn FeatureGroup>>,
+    statistical: Option<Statistical>,
+    splt: Option<Splt>,
+    macs: Option<Macs>,
+    app: Option<AppHints>,
+    others: Vec<Box<dyn FeatureGroup>>,
     free: Vec<u32>,
     slots: u32,
 }
@@ -160,19 +167,13 @@ pub struct FeatureStore {
 impl FeatureStore {
     /// The built-in groups of `spec`; `bidirectional` names the direction columns.
     pub fn new(spec: FeatureSpec, bidirectional: bool) -> Self {
-        let mut s = FeatureStore::default();
-        if spec.statistical {
-            s.add_group(Box::new(Statistical::new(bidirectional)));
-        }
-        if spec.splt > 0 {
-            s.add_group(Box::new(Splt::new(spec.splt)));
-        }
-        if spec.mac {
-            s.add_group(Box::new(Macs::default()));
-        }
-        if spec.app {
-            s.add_group(Box::new(AppHints::default()));
-        }
+        let mut s = FeatureStore {
+            statistical: spec.statistical.then(|| Statistical::new(bidirectional)),
+            splt: (spec.splt > 0).then(|| Splt::new(spec.splt)),
+            macs: spec.mac.then(Macs::default),
+            app: spec.app.then(AppHints::default),
+            ..FeatureStore::default()
+        };
         if !spec.fingerprints.is_empty() {
             s.add_group(Box::new(FlowFingerprints::new(
                 spec.fingerprints,
@@ -184,13 +185,27 @@ impl FeatureStore {
 
     /// Add a group; its columns follow those of the groups added before it.
     pub fn add_group(&mut self, g: Box<dyn FeatureGroup>) {
-        self.groups.push(g);
+        self.others.push(g);
     }
 
     /// Whether there is no group.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.groups.is_empty()
+        self.statistical.is_none()
+            && self.splt.is_none()
+            && self.macs.is_none()
+            && self.app.is_none()
+            && self.others.is_empty()
+    }
+
+    /// Every group, in column order.
+    fn groups(&self) -> impl Iterator<Item = &dyn FeatureGroup> {
+        let statistical = self.statistical.iter().map(|g| g as &dyn FeatureGroup);
+        let splt = self.splt.iter().map(|g| g as &dyn FeatureGroup);
+        let macs = self.macs.iter().map(|g| g as &dyn FeatureGroup);
+        let app = self.app.iter().map(|g| g as &dyn FeatureGroup);
+        let others = self.others.iter().map(|g| g.as_ref());
+        statistical.chain(splt).chain(macs).chain(app).chain(others)
     }
 
     /// A slot for a new flow, opened in every group.
@@ -199,26 +214,66 @@ impl FeatureStore {
             self.slots += 1;
             self.slots - 1
         });
-        for g in &mut self.groups {
-            g.open(slot as usize);
+        let s = slot as usize;
+        if let Some(g) = &mut self.statistical {
+            g.open(s);
+        }
+        if let Some(g) = &mut self.splt {
+            g.open(s);
+        }
+        if let Some(g) = &mut self.macs {
+            g.open(s);
+        }
+        if let Some(g) = &mut self.app {
+            g.open(s);
+        }
+        for g in &mut self.others {
+            g.open(s);
         }
         slot
     }
 
     /// One packet of the flow in `slot`.
-    #[inline]
+    #[inline(always)]
     pub fn packet(&mut self, slot: u32, p: &PacketView<'_>) {
-        for g in &mut self.groups {
-            g.packet(slot as usize, p);
+        let slot = slot as usize;
+        if let Some(g) = &mut self.statistical {
+            g.packet(slot, p);
+        }
+        if let Some(g) = &mut self.splt {
+            g.packet(slot, p);
+        }
+        if let Some(g) = &mut self.macs {
+            g.packet(slot, p);
+        }
+        if let Some(g) = &mut self.app {
+            g.packet(slot, p);
+        }
+        for g in &mut self.others {
+            g.packet(slot, p);
         }
     }
 
     /// The flow in `slot` ended.
     pub fn close(&mut self, slot: u32) {
-        if slot != NO_SLOT {
-            for g in &mut self.groups {
-                g.close(slot as usize);
-            }
+        if slot == NO_SLOT {
+            return;
+        }
+        let slot = slot as usize;
+        if let Some(g) = &mut self.statistical {
+            g.close(slot);
+        }
+        if let Some(g) = &mut self.splt {
+            g.close(slot);
+        }
+        if let Some(g) = &mut self.macs {
+            g.close(slot);
+        }
+        if let Some(g) = &mut self.app {
+            g.close(slot);
+        }
+        for g in &mut self.others {
+            g.close(slot);
         }
     }
 
@@ -230,12 +285,12 @@ impl FeatureStore {
 
     /// The columns of every group, in order.
     pub fn fields(&self) -> Vec<Field> {
-        self.groups.iter().flat_map(|g| g.fields()).collect()
+        self.groups().flat_map(|g| g.fields()).collect()
     }
 
     /// Every group's columns for the flows in `slots`.
     pub fn columns(&self, slots: &[u32], out: &mut Vec<ArrayRef>) {
-        for g in &self.groups {
+        for g in self.groups() {
             g.columns(slots, out);
         }
     }

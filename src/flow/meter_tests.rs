@@ -654,6 +654,14 @@ fn the_meter_allocates_per_flow_only_with_every_feature() {
             max_flows: Some(1000),
             ..Default::default()
         },
+        FlowOptions {
+            flow_id: true,
+            bidirectional: true,
+            features: all_features(),
+            idle_timeout_ns: Some(60_000_000_000),
+            active_timeout_ns: Some(60_000_000_000),
+            ..Default::default()
+        },
     ] {
         let (small, _) = count_allocs(10_000, opts);
         let (large, b) = count_allocs(1_000_000, opts);

@@ -422,7 +422,7 @@ impl FeatureGroup for Statistical {
         *self.hot.get_mut(slot) = Hot::default();
     }
 
-    #[inline]
+    #[inline(always)]
     fn packet(&mut self, slot: usize, p: &PacketView<'_>) {
         let Statistical {
             bidirectional,

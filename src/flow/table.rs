@@ -270,7 +270,7 @@ impl FlowOptions {
 
 type Map = HashMap<Packed, Flow, foldhash::fast::FixedState>;
 
-/// A simple table's index: a key's place in its flows.
+/// An `in_order` table's index: a key's place in its flows.
 type Index = HashMap<Packed, usize, foldhash::fast::FixedState>;
 
 /// A live flow: its counters, its id (creation order) and its feature slot.
@@ -316,20 +316,20 @@ impl PartialOrd for Due {
 ///
 /// Every flow gets an id, its creation order in the capture (0, 1, ...), which
 /// [`push`](Self::push) returns for each packet (the `flow_id` of the projection).
-/// Without timeouts, `max_flows` and features, a packet costs at most one hash-map lookup,
-/// none when it belongs to the flow of the packet before it (the flows are then held in
-/// creation order). With them, flows expire as soon as a packet's time passes their last
+/// Without timeouts and `max_flows`, a packet costs at most one hash-map lookup, none when
+/// it belongs to the flow of the packet before it (the flows are then held in creation
+/// order). With them, flows expire as soon as a packet's time passes their last
 /// packet plus `idle_timeout` (a live source's wall time does too, see
 /// [`advance`](Self::advance)), or at their next packet after `active_timeout`; expired
 /// rows wait in the table until [`take_expired`](Self::take_expired) (streams) or
 /// [`to_batch`](Self::to_batch) takes them.
 pub struct FlowTable {
     opts: FlowOptions,
-    /// The live flows of a table that is not `simple`.
+    /// The live flows of a table that is not `in_order`.
     map: Map,
-    /// The live flows of a `simple` table, in creation order with their keys; `index` maps
-    /// a key to its place here, and `last` is the place of the last packet's flow, so a
-    /// packet of the same flow as the one before it needs no hash and no probe.
+    /// The live flows of an `in_order` table, in creation order with their keys; `index`
+    /// maps a key to its place here, and `last` is the place of the last packet's flow, so
+    /// a packet of the same flow as the one before it needs no hash and no probe.
     dense: Vec<(Packed, Flow)>,
     index: Index,
     /// `usize::MAX` before the first flow.
@@ -339,8 +339,9 @@ pub struct FlowTable {
     /// Expiry queue (with an idle timeout or `max_flows`).
     due: BinaryHeap<Due>,
     metered: bool,
-    /// No timeouts, no `max_flows`, no features: flows in `dense`, at most one map lookup
-    /// per packet.
+    /// No timeouts, no `max_flows`: flows in `dense`, at most one map lookup per packet.
+    in_order: bool,
+    /// `in_order` and no features: the whole packet is counted inline.
     simple: bool,
     clock: i64,
     next_id: u64,
@@ -360,6 +361,7 @@ impl FlowTable {
             index: Index::default(),
             last: usize::MAX,
             expired: Vec::new(),
+            in_order: !opts.timeouts() && opts.max_flows.is_none(),
             simple: !opts.timeouts() && opts.max_flows.is_none() && features.is_empty(),
             features,
             due: BinaryHeap::new(),
@@ -380,9 +382,18 @@ impl FlowTable {
         );
         self.features.add_group(group);
         self.simple = false;
-        self.map.extend(self.dense.drain(..));
-        self.index.clear();
-        self.last = usize::MAX;
+        // Flows opened before the first group get a slot now.
+        let FlowTable {
+            dense,
+            map,
+            features,
+            ..
+        } = self;
+        for flow in dense.iter_mut().map(|e| &mut e.1).chain(map.values_mut()) {
+            if flow.slot == NO_SLOT {
+                flow.slot = features.open();
+            }
+        }
     }
 
     /// The options the table was made with.
@@ -457,6 +468,38 @@ impl FlowTable {
         self.push_general(pkt, f, key, forward, flags)
     }
 
+    /// [`push_general`](Self::push_general) for an `in_order` table (feature groups alone):
+    /// the simple table's scheme, the slot opened with the flow.
+    #[inline(always)]
+    fn push_in_order(
+        &mut self,
+        pkt: &RawPacket<'_>,
+        f: &FlowFields,
+        key: &Packed,
+        forward: bool,
+        flags: Option<u8>,
+    ) -> Option<u64> {
+        let ts = pkt.ts_ns;
+        let at = match self.dense.get(self.last) {
+            Some((k, _)) if k == key => self.last,
+            _ => self.find_or_open(*key, ts),
+        };
+        let FlowTable {
+            dense, features, ..
+        } = self;
+        let flow = &mut dense[at].1;
+        flow.stats.add(ts, u64::from(pkt.wirelen), forward, flags);
+        features.packet(
+            flow.slot,
+            &PacketView {
+                pkt,
+                fields: f,
+                forward,
+            },
+        );
+        Some(flow.id)
+    }
+
     /// [`push_fields`](Self::push_fields) for a table that is not simple (features,
     /// timeouts, `max_flows`), out of line so that the simple table's loop stays small.
     #[inline(never)]
@@ -468,36 +511,11 @@ impl FlowTable {
         forward: bool,
         flags: Option<u8>,
     ) -> Option<u64> {
+        if self.in_order {
+            return self.push_in_order(pkt, f, &key, forward, flags);
+        }
         let ts = pkt.ts_ns;
         let bytes = u64::from(pkt.wirelen);
-        if !self.metered && self.opts.active_timeout_ns.is_none() {
-            // Feature groups alone: one map update, the slot opened with the flow.
-            let FlowTable {
-                map,
-                features,
-                next_id,
-                ..
-            } = self;
-            let flow = map.entry(key).or_insert_with(|| {
-                let id = *next_id;
-                *next_id += 1;
-                Flow {
-                    stats: FlowStats::start(ts),
-                    id,
-                    slot: features.open(),
-                }
-            });
-            flow.stats.add(ts, bytes, forward, flags);
-            features.packet(
-                flow.slot,
-                &PacketView {
-                    pkt,
-                    fields: f,
-                    forward,
-                },
-            );
-            return Some(flow.id);
-        }
         if let Some(idle) = self.opts.idle_timeout_ns {
             // The packet's own time: a packet earlier than the clock (a file out of
             // order) expires nothing.
@@ -590,8 +608,8 @@ impl FlowTable {
         Some(id)
     }
 
-    /// The place in `dense` of the flow `key` of a simple table, opened at `ts` when new;
-    /// it becomes the `last`.
+    /// The place in `dense` of the flow `key` of an `in_order` table, opened at `ts` when
+    /// new; it becomes the `last`.
     #[inline(always)]
     fn find_or_open(&mut self, key: Packed, ts: i64) -> usize {
         let at = match self.index.get(&key) {
@@ -602,16 +620,22 @@ impl FlowTable {
         at
     }
 
-    /// Open the flow `key` of a simple table at `ts`: its place in `dense`.
+    /// Open the flow `key` of an `in_order` table at `ts` (with its feature slot): its
+    /// place in `dense`.
     #[inline(never)]
     fn open(&mut self, key: Packed, ts: i64) -> usize {
         let at = self.dense.len();
+        let slot = if self.features.is_empty() {
+            NO_SLOT
+        } else {
+            self.features.open()
+        };
         self.dense.push((
             key,
             Flow {
                 stats: FlowStats::start(ts),
                 id: self.next_id,
-                slot: NO_SLOT,
+                slot,
             },
         ));
         self.next_id += 1;
@@ -769,7 +793,7 @@ impl FlowTable {
         let mut theirs: Vec<(Packed, Flow)> = other.map.into_iter().chain(other.dense).collect();
         theirs.sort_unstable_by_key(|(_, f)| f.id);
         for (k, f) in theirs {
-            let id = if self.simple {
+            let id = if self.in_order {
                 // A flow opened here starts empty at the other's first packet: merged, it
                 // holds the other's counters.
                 let at = self.find_or_open(k, f.stats.first_ts_ns);
@@ -786,7 +810,8 @@ impl FlowTable {
         ids
     }
 
-    /// Fold the flow `f` of key `k` into the map of a table that is not simple; its id here.
+    /// Fold the flow `f` of key `k` into the map of a table that is not `in_order`; its id
+    /// here.
     fn merge_mapped(&mut self, k: Packed, f: Flow) -> u64 {
         match self.map.entry(k) {
             Entry::Occupied(mut e) => {
@@ -1114,6 +1139,107 @@ mod tests {
                 .collect();
             assert_eq!(merged, ids[9..]);
             assert_eq!(first.rows(), rows);
+        }
+    }
+
+    /// A table with feature groups (flows in creation order, the last packet's flow tried
+    /// before the map) gives the flow ids, rows and feature columns of the general path
+    /// (a meter that never expires), and of itself made to look every packet up, over
+    /// runs of one flow, alternations and returns to older flows, in both key modes; a run
+    /// of the last packet's flow allocates nothing.
+    #[test]
+    fn a_feature_table_counts_as_the_general_path() {
+        use crate::alloc::thread_counts;
+        use crate::flow::testdata::{ethernet, ipv4, tcp, udp};
+        let (a, b) = ([10, 0, 0, 1], [10, 0, 0, 2]);
+        let frames: Vec<Vec<u8>> = (0..6u16)
+            .map(|i| {
+                let ip = match i % 3 {
+                    0 => ipv4(17, a, b, 0, 0, &udp(1000 + i, 53, 4 + usize::from(i))),
+                    1 => ipv4(6, b, a, 0, 0, &tcp(443, 2000 + i, 0x12, 0)),
+                    _ => ipv4(6, a, b, 0, 0, &tcp(2000 + i - 1, 443, 0x10, 0)),
+                };
+                ethernet(0x0800, &[], &ip)
+            })
+            .collect();
+        // Flows 1 and 2 (and 4 and 5) are the two directions of one bidirectional flow.
+        let order = [
+            0, 0, 0, 1, 2, 1, 2, 2, 3, 4, 0, 4, 4, 1, 3, 3, 3, 5, 0, 0, 0, 0, 0, 2, 1, 5, 5, 3, 0,
+            4, 4, 4, 4, 4, 4, 1,
+        ];
+        // Mostly 1 µs apart, with jumps of 20 µs.
+        let mut ts = 0i64;
+        let packets: Vec<RawPacket<'_>> = order
+            .iter()
+            .enumerate()
+            .map(|(i, &f)| {
+                ts += if i % 7 == 6 { 20_000 } else { 1_000 };
+                RawPacket {
+                    ts_ns: ts,
+                    caplen: frames[f].len() as u32,
+                    wirelen: frames[f].len() as u32 + 4,
+                    linktype: crate::decode::fastpath::linktype::ETHERNET,
+                    data: &frames[f],
+                }
+            })
+            .collect();
+        let every = FeatureSpec {
+            statistical: true,
+            splt: 3,
+            mac: true,
+            app: true,
+            fingerprints: crate::flow::fingerprints::ALL,
+        };
+        let statistical = FeatureSpec {
+            statistical: true,
+            ..FeatureSpec::default()
+        };
+        let mac = FeatureSpec {
+            mac: true,
+            ..FeatureSpec::default()
+        };
+        for features in [every, statistical, mac] {
+            for bidirectional in [false, true] {
+                let opts = FlowOptions {
+                    bidirectional,
+                    features,
+                    ..FlowOptions::default()
+                };
+                // `lookup`: the last place forgotten after every packet.
+                let run = |opts: FlowOptions, lookup: bool| {
+                    let mut t = FlowTable::new(opts);
+                    let mut ids = Vec::new();
+                    for p in &packets {
+                        ids.push(t.push(p));
+                        if lookup {
+                            t.last = usize::MAX;
+                        }
+                    }
+                    (t.in_order, ids, t.to_batch())
+                };
+                let (in_order, ids, batch) = run(opts, false);
+                assert!(in_order);
+                let general = FlowOptions {
+                    idle_timeout_ns: Some(i64::MAX),
+                    ..opts
+                };
+                let (in_order, general_ids, mut want) = run(general, false);
+                assert!(!in_order);
+                assert_eq!(ids, general_ids, "{opts:?}");
+                let reason = want.schema().index_of("expiration_reason").unwrap();
+                want.remove_column(reason);
+                assert_eq!(batch, want, "{opts:?}");
+                assert_eq!(run(opts, true).1, ids, "{opts:?}");
+                assert_eq!(run(opts, true).2, batch, "{opts:?}");
+                // Runs of the flow of the packet before: no allocation, however long.
+                let mut t = FlowTable::new(opts);
+                t.push(&packets[0]);
+                let before = thread_counts();
+                for _ in 0..10_000 {
+                    t.push(&packets[0]);
+                }
+                assert_eq!(thread_counts().since(before).allocs, 0, "{opts:?}");
+            }
         }
     }
 
