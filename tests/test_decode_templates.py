@@ -138,20 +138,12 @@ def test_maps_are_the_same_with_every_store_through_pydict_setitem(tmp_path):
     script = textwrap.dedent(
         """
         import gc, sys
+        sys.path.insert(0, sys.argv[2])
         import paclo
-
-        def dicts(o, out):
-            if isinstance(o, dict):
-                out.append(o)
-                for v in o.values():
-                    dicts(v, out)
-            elif isinstance(o, list):
-                for v in o:
-                    dicts(v, out)
-            return out
+        from test_decode_templates import _dicts
 
         for m in paclo.read(sys.argv[1], decode="full"):
-            print(repr(m), [gc.is_tracked(d) for d in dicts(m, [])])
+            print(repr(m), [gc.is_tracked(d) for d in _dicts(m, [])])
         """
     )
 
@@ -161,7 +153,7 @@ def test_maps_are_the_same_with_every_store_through_pydict_setitem(tmp_path):
         if env_value is not None:
             env["PACLO_DICT_IN_PLACE"] = env_value
         out = subprocess.run(
-            [sys.executable, "-c", script, str(path)], env=env, capture_output=True, text=True, check=True
+            [sys.executable, "-c", script, str(path), os.path.dirname(os.path.abspath(__file__))], env=env, capture_output=True, text=True, check=True
         )
         return out.stdout.splitlines()
 
