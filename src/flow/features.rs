@@ -149,6 +149,29 @@ pub trait FeatureGroup: Send {
 /// A slot index of a flow without features.
 pub const NO_SLOT: u32 = u32::MAX;
 
+/// Run `$body` with `$g` bound to each group of `$store` in column order: the built-in
+/// groups by their own types (no indirect call), then those added through the trait.
+macro_rules! each_group {
+    ($store:expr, $g:ident => $body:expr) => {{
+        let store = $store;
+        if let Some($g) = &mut store.statistical {
+            $body;
+        }
+        if let Some($g) = &mut store.splt {
+            $body;
+        }
+        if let Some($g) = &mut store.macs {
+            $body;
+        }
+        if let Some($g) = &mut store.app {
+            $body;
+        }
+        for $g in &mut store.others {
+            $body;
+        }
+    }};
+}
+
 /// The feature groups of a table and the slots of its flows. The built-in groups are
 /// held by value, so that a packet reaches them without an indirect call and their
 /// update is inlined; their columns come first, in this order, then those of the groups
@@ -214,22 +237,7 @@ impl FeatureStore {
             self.slots += 1;
             self.slots - 1
         });
-        let s = slot as usize;
-        if let Some(g) = &mut self.statistical {
-            g.open(s);
-        }
-        if let Some(g) = &mut self.splt {
-            g.open(s);
-        }
-        if let Some(g) = &mut self.macs {
-            g.open(s);
-        }
-        if let Some(g) = &mut self.app {
-            g.open(s);
-        }
-        for g in &mut self.others {
-            g.open(s);
-        }
+        each_group!(self, g => g.open(slot as usize));
         slot
     }
 
@@ -237,21 +245,7 @@ impl FeatureStore {
     #[inline(always)]
     pub fn packet(&mut self, slot: u32, p: &PacketView<'_>) {
         let slot = slot as usize;
-        if let Some(g) = &mut self.statistical {
-            g.packet(slot, p);
-        }
-        if let Some(g) = &mut self.splt {
-            g.packet(slot, p);
-        }
-        if let Some(g) = &mut self.macs {
-            g.packet(slot, p);
-        }
-        if let Some(g) = &mut self.app {
-            g.packet(slot, p);
-        }
-        for g in &mut self.others {
-            g.packet(slot, p);
-        }
+        each_group!(self, g => g.packet(slot, p));
     }
 
     /// The flow in `slot` ended.
@@ -260,21 +254,7 @@ impl FeatureStore {
             return;
         }
         let slot = slot as usize;
-        if let Some(g) = &mut self.statistical {
-            g.close(slot);
-        }
-        if let Some(g) = &mut self.splt {
-            g.close(slot);
-        }
-        if let Some(g) = &mut self.macs {
-            g.close(slot);
-        }
-        if let Some(g) = &mut self.app {
-            g.close(slot);
-        }
-        for g in &mut self.others {
-            g.close(slot);
-        }
+        each_group!(self, g => g.close(slot));
     }
 
     /// Make `slots` available again (their rows are written).
