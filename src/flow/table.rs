@@ -473,13 +473,11 @@ impl FlowTable {
     #[inline(always)]
     fn push_in_order(
         &mut self,
-        pkt: &RawPacket<'_>,
-        f: &FlowFields,
+        p: &PacketView<'_>,
         key: &Packed,
-        forward: bool,
         flags: Option<u8>,
     ) -> Option<u64> {
-        let ts = pkt.ts_ns;
+        let ts = p.pkt.ts_ns;
         let at = match self.dense.get(self.last) {
             Some((k, _)) if k == key => self.last,
             _ => self.find_or_open(*key, ts),
@@ -488,15 +486,9 @@ impl FlowTable {
             dense, features, ..
         } = self;
         let flow = &mut dense[at].1;
-        flow.stats.add(ts, u64::from(pkt.wirelen), forward, flags);
-        features.packet(
-            flow.slot,
-            &PacketView {
-                pkt,
-                fields: f,
-                forward,
-            },
-        );
+        flow.stats
+            .add(ts, u64::from(p.pkt.wirelen), p.forward, flags);
+        features.packet(flow.slot, p);
         Some(flow.id)
     }
 
@@ -511,8 +503,13 @@ impl FlowTable {
         forward: bool,
         flags: Option<u8>,
     ) -> Option<u64> {
+        let view = PacketView {
+            pkt,
+            fields: f,
+            forward,
+        };
         if self.in_order {
-            return self.push_in_order(pkt, f, &key, forward, flags);
+            return self.push_in_order(&view, &key, flags);
         }
         let ts = pkt.ts_ns;
         let bytes = u64::from(pkt.wirelen);
@@ -592,14 +589,7 @@ impl FlowTable {
         };
         flow.stats.add(ts, bytes, forward, flags);
         if flow.slot != NO_SLOT {
-            features.packet(
-                flow.slot,
-                &PacketView {
-                    pkt,
-                    fields: f,
-                    forward,
-                },
-            );
+            features.packet(flow.slot, &view);
         }
         let id = flow.id;
         if self.metered && self.due.len() > 2 * self.map.len() + 4096 {
