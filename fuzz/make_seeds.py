@@ -1,4 +1,4 @@
-"""Write the seeds of the `read` and `flow` fuzz targets: small capture files written by
+"""Write the seeds of the `read`, `flow` and `l7` fuzz targets: small capture files written by
 paclo's writer, by the test builders (big-endian, nanosecond, modified classic; pcapng
 with several sections and interfaces) and rewritten by tcpdump, tshark, editcap and
 mergecap when they are installed.
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -23,6 +24,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 from _decoder_util import (  # noqa: E402
+    IP4_DST,
+    IP4_SRC,
     ah,
     client_hello,
     dns,
@@ -146,6 +149,30 @@ def flow_inputs(files: dict[str, bytes]) -> list[bytes]:
     return out
 
 
+def l7_inputs() -> list[bytes]:
+    """The l7 target's inputs (`[u16 length][time step][frame]` records): the frames, a
+    ClientHello split over two TCP segments, an HTTP request, and the QUIC Initials of
+    RFC 9001 and RFC 9369, under several option bytes."""
+    hello = client_hello("example.org", ["h2", "http/1.1"])
+    half = len(hello) // 2
+    handshake = [
+        eth(0x0800, ipv4(6, tcp(40002, 443, 0x02, seq=100))),
+        eth(0x0800, ipv4(6, tcp(443, 40002, 0x12, seq=500, ack=101), src=IP4_DST, dst=IP4_SRC)),
+        eth(0x0800, ipv4(6, tcp(40002, 443, 0x10, seq=101, ack=501))),
+        eth(0x0800, ipv4(6, tcp(40002, 443, 0x18, hello[:half], seq=101, ack=501))),
+        eth(0x0800, ipv4(6, tcp(40002, 443, 0x18, hello[half:], seq=101 + half, ack=501))),
+        eth(0x0800, ipv4(6, tcp(40003, 80, 0x18, b"GET / HTTP/1.1\r\nHost: example.com:8080\r\n"
+                                 b"User-Agent: fuzz\r\n\r\n"))),
+    ]
+    vectors = HERE.parent / "src" / "fingerprint" / "testdata"
+    quic = [eth(0x0800, ipv4(17, udp(40004, 443, bytes.fromhex(p.read_text().strip()))))
+            for p in sorted(vectors.glob("*client_initial.hex"))]
+    fs = frames() + handshake + quic
+    body = b"".join(struct.pack("!HB", len(f), i % 5) + f for i, f in enumerate(fs))
+    eth_index = FLOW_LINKTYPES.index(1)
+    return [bytes([eth_index | flags]) + body for flags in (0x00, 0x10, 0x30, 0x50)]
+
+
 def write(out: Path, blobs: list[bytes]) -> int:
     out.mkdir(parents=True, exist_ok=True)
     for b in blobs:
@@ -163,8 +190,9 @@ def main() -> None:
         files.update(tools)
     n = write(out / "read", list(files.values()))
     m = write(out / "flow", flow_inputs(files))
+    k = write(out / "l7", l7_inputs())
     made = ", ".join(sorted(tools)) or "none (no tool installed)"
-    print(f"seeds: {n} files for read (tools: {made}), {m} inputs for flow, in {out}")
+    print(f"seeds: {n} files for read (tools: {made}), {m} inputs for flow, {k} for l7, in {out}")
 
 
 if __name__ == "__main__":

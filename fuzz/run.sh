@@ -8,8 +8,10 @@
 #   decode  the decoder: a link type and one frame (seeds: fuzz/seeds/decode, committed)
 #   read    the capture file reader: a whole classic pcap or pcapng file
 #   flow    bytes -> fast path -> flow table and projection builders
+#   l7      bytes -> fingerprint engine (TLS/HTTP reassembly, QUIC decryption, X.509) and a
+#           flow table with every feature group
 #
-# The seeds of `read` and `flow` are generated first (fuzz/make_seeds.py: paclo's writer,
+# The seeds of `read`, `flow` and `l7` are generated first (fuzz/make_seeds.py: paclo's writer,
 # the test builders, and tcpdump/tshark/editcap/mergecap where installed). New inputs go to
 # fuzz/corpus/<target> (ignored by git). Each target prints one summary line; its full
 # libFuzzer output is printed only when it fails, and a crashing input stays in
@@ -22,7 +24,7 @@ runs=${FUZZ_RUNS:-}
 sanitizer=(-s "${FUZZ_SANITIZER:-address}")
 cd "$(dirname "$0")/.."
 CARGO_FUZZ_VERSION=0.13.2
-targets=(decode read flow)
+targets=(decode read flow l7)
 if ! cargo fuzz --version >/dev/null 2>&1; then
   PATH="$PWD/target/tools/bin:$PATH"
   if ! cargo fuzz --version >/dev/null 2>&1; then

@@ -31,5 +31,5 @@ echo "== pytest (installed package)"
 echo "== stub matches the native module"
 (cd tests && "$py" -m mypy.stubtest paclo._paclo)
 
-echo "== fuzz the decoder, the file reader and the flow path for 60 s"
-bash fuzz/run.sh 60
+echo "== fuzz the decoder, the file reader, the flow path and the L7 readers for 80 s"
+bash fuzz/run.sh 80
